@@ -1,0 +1,10 @@
+"""irrun: run, check and understand OpenVINO IR models in pure Python."""
+from .errors import (InputError, IrrunError, ModelError, ResourceLimitError, ShapeError,
+                     UnreadableFileError, UnsupportedError, UsageError)
+from .model import Model, PortInfo, Report, load, validate
+
+__version__ = "0.1.0"
+
+__all__ = ["load", "validate", "Model", "PortInfo", "Report", "IrrunError", "ModelError",
+           "InputError", "ShapeError", "UnreadableFileError", "UnsupportedError", "UsageError",
+           "ResourceLimitError", "__version__"]

@@ -1,0 +1,264 @@
+"""From a parsed document to bound ops and inferred types.
+
+`analyze` binds every layer to its op implementation, parses attributes
+against the op's spec, checks the structure, then runs shape inference over
+the graph in topological order.  Problems become diagnostics; inference goes
+on past a failing layer wherever its outputs can still be described, so one
+run reports every problem.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from . import etypes
+from .diagnostics import Diagnostics
+from .errors import IrrunError, ShapeError
+from .ir import IRDocument, IRGraph, Layer
+from .registry import Op, TensorType, implementation
+from .shapes import ANY, Dim, format_shape, is_static
+from .spec import all_specs, check_spatial_lengths, parse_attrs
+from .weights import Weights
+
+# Tensors this small are computed during inference when all inputs are known,
+# so shape arithmetic (ShapeOf -> Gather -> Concat -> Reshape) resolves.
+FOLD_LIMIT = 1 << 16
+
+# Ops an IR needs that are not computations.
+SOURCE_TYPES = ("Parameter", "Constant")
+SINK_TYPES = ("Result", "Assign")
+
+
+@dataclass
+class LoadContext:
+    """What ops may need beyond their attributes."""
+
+    file: str
+    weights: Weights | None = None
+
+
+@dataclass
+class Node:
+    layer: Layer
+    op: Op | None = None
+    inputs: list[tuple[str, int] | None] = field(default_factory=list)
+    types: list[TensorType | None] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.layer.id
+
+
+@dataclass
+class Analysis:
+    document: IRDocument
+    nodes: dict[str, Node]
+    order: list[str]                 # topological order of every layer (empty on a cycle)
+    live: set[str]                   # layers that reach a Result or Assign
+    diagnostics: Diagnostics
+
+    def type_of(self, source: tuple[str, int]) -> TensorType | None:
+        node = self.nodes.get(source[0])
+        if node is None or source[1] >= len(node.types):
+            return None
+        return node.types[source[1]]
+
+
+def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> dict[str, Node]:
+    graph, nodes = document.graph, {}
+    specs = all_specs()
+    for layer in graph.layers.values():
+        node = Node(layer, inputs=[graph.sources.get((layer.id, i)) for i in range(len(layer.inputs))])
+        nodes[layer.id] = node
+        if layer.op_type is None:
+            continue  # unknown type or version: already reported by the parser
+        spec = specs.get((layer.op_type, layer.op_version))
+        impl = implementation(layer.op_type, layer.op_version)
+        if spec is None or impl is None:
+            diags.error("E-OP-UNSUPPORTED", f"{layer.op_type}-{layer.op_version} is a valid OpenVINO operation "
+                        f"that irrun does not implement yet (see `irrun ops`)", layer=layer.ref)
+            continue
+        lo, hi = spec.input_range
+        n_in = len(layer.inputs)
+        if n_in < lo or (hi is not None and n_in > hi):
+            want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
+            diags.error("E-OP-INPUTS", f"has {n_in} input{'s' if n_in != 1 else ''}, {spec.label} takes {want}",
+                        layer=layer.ref)
+        lo, hi = spec.output_range
+        n_out = len(layer.outputs)
+        if n_out < lo or (hi is not None and n_out > hi):
+            want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
+            diags.error("E-OP-OUTPUTS", f"has {n_out} output{'s' if n_out != 1 else ''}, {spec.label} gives {want}",
+                        layer=layer.ref)
+        data = dict(layer.data)
+        if layer.op_type == "Result" and layer.output_names is not None:
+            data.pop("output_names", None)
+        attrs, problems = parse_attrs(spec, data)
+        for p in problems:
+            diags.add(p.severity, p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
+        op = impl(spec, attrs)
+        op.context = context
+        op.layer = layer
+        node.op = op
+    return nodes
+
+
+def check_structure(document: IRDocument, nodes: dict[str, Node], diags: Diagnostics) -> tuple[list[str], set[str]]:
+    graph: IRGraph = document.graph
+    g = graph.graph
+    if not document.snippet:
+        for node in nodes.values():
+            for i, src in enumerate(node.inputs):
+                if src is None:
+                    diags.error("E-INPUT-UNCONNECTED", f"input port {node.layer.inputs[i].id} has no incoming edge",
+                                layer=node.layer.ref, line=node.layer.inputs[i].line)
+            if node.layer.op_type == "Parameter" and node.layer.inputs:
+                diags.error("E-PARAMETER-INPUT", "a Parameter takes no inputs", layer=node.layer.ref)
+            if node.layer.op_type == "Result" and node.layer.outputs:
+                diags.error("E-RESULT-OUTPUT", "a Result has no outputs", layer=node.layer.ref)
+        if not any(l.op_type == "Result" for l in graph.layers.values()):
+            diags.error("E-NO-RESULT", "the model has no Result layer, so it computes nothing")
+    try:
+        order = list(nx.topological_sort(g))
+    except nx.NetworkXUnfeasible:
+        cycle = nx.find_cycle(g)
+        ids = [u for u, *_ in cycle]
+        names = " -> ".join(f'{i} "{graph.layers[i].name}"' for i in ids + ids[:1])
+        first = graph.layers[ids[0]]
+        diags.error("E-CYCLE", f"the graph has a cycle: {names}", layer=first.ref)
+        order = []
+    sinks = [lid for lid, l in graph.layers.items() if l.op_type in SINK_TYPES]
+    live = set(sinks)
+    for lid in sinks:
+        live |= nx.ancestors(g, lid)
+    if not document.snippet and sinks:
+        for lid, layer in graph.layers.items():
+            if lid not in live and layer.op_type != "Parameter":
+                diags.warning("W-DEAD-LAYER", "does not reach any Result; OpenVINO drops it and irrun skips it",
+                              layer=layer.ref)
+    return order, live
+
+
+def declared_type(port) -> TensorType:
+    """The type a port's XML declares (snippet inputs)."""
+    shape = tuple(ANY if d == -1 else d for d in port.dims)
+    return TensorType(shape, port.etype or etypes.f32)
+
+
+def _dims_match(declared: tuple[int, ...], inferred) -> int | None:
+    """Index of the first dim that contradicts, -1 for rank, None if consistent."""
+    if inferred is None:
+        return None
+    if len(declared) != len(inferred):
+        return -1
+    for i, (d, t) in enumerate(zip(declared, inferred)):
+        if d == -1:
+            continue
+        if isinstance(t, int) and t != d:
+            return i
+        if isinstance(t, Dim) and not t.contains(d):
+            return i
+    return None
+
+
+def _compare_declared(node: Node, diags: Diagnostics) -> None:
+    layer = node.layer
+    for i, (port, t) in enumerate(zip(layer.outputs, node.types)):
+        if t is None:
+            continue
+        bad = _dims_match(port.dims, t.shape)
+        if bad is not None:
+            why = ""
+            if bad >= 0 and t.notes and bad in t.notes:
+                why = f"; dim {bad} = {t.notes[bad]}"
+            elif bad == -1:
+                why = f"; rank {len(port.dims)} declared, {len(t.shape)} inferred"
+            diags.error("E-DECLARED-SHAPE", f"output {i}: declared {format_shape(tuple(port.dims))}, "
+                        f"inferred {format_shape(t.shape)}{why}", layer=layer.ref, line=port.line, port=i,
+                        declared=list(port.dims), inferred=[d if isinstance(d, int) else str(d) for d in t.shape])
+        if port.etype is not None and t.etype is not etypes.dynamic and port.etype is not t.etype:
+            diags.error("E-DECLARED-TYPE", f"output {i}: declared precision {port.precision}, inferred {t.etype}",
+                        layer=layer.ref, line=port.line, port=i)
+
+
+def _compare_inputs(node: Node, analysis_nodes: dict[str, Node], diags: Diagnostics) -> None:
+    for i, src in enumerate(node.inputs):
+        if src is None or i >= len(node.layer.inputs):
+            continue
+        producer = analysis_nodes.get(src[0])
+        port = node.layer.inputs[i]
+        if producer is None or src[1] >= len(producer.layer.outputs):
+            continue
+        out_port = producer.layer.outputs[src[1]]
+        if port.dims != out_port.dims and len(port.dims) == len(out_port.dims) and \
+                all(a == b or -1 in (a, b) for a, b in zip(port.dims, out_port.dims)):
+            continue
+        if port.dims != out_port.dims:
+            diags.error("E-DECLARED-SHAPE", f"input {i}: declared {format_shape(port.dims)}, but the producer "
+                        f"{producer.layer.ref.describe()} declares {format_shape(out_port.dims)}",
+                        layer=node.layer.ref, line=port.line, port=i)
+
+
+def infer_node(node: Node, in_types: list[TensorType]) -> list[TensorType]:
+    """Shape-infer one node; folds its value when all inputs are known and small."""
+    op = node.op
+    out = op.infer(in_types)
+    if op.foldable and in_types and all(t.value is not None for t in in_types) \
+            and all(is_static(t.shape) and int(np.prod(t.shape)) <= FOLD_LIMIT for t in out):
+        values = op.run(*[t.value for t in in_types])
+        if not isinstance(values, tuple):
+            values = (values,)
+        for t, v in zip(out, values):
+            t.value = v
+    return out
+
+
+def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], diags: Diagnostics,
+                parameter_types: dict[str, TensorType] | None = None) -> None:
+    for lid in order:
+        node = nodes[lid]
+        layer = node.layer
+        if node.op is None:
+            node.types = [None] * len(layer.outputs)
+            continue
+        if document.snippet:
+            in_types = [declared_type(p) for p in layer.inputs]
+        else:
+            in_types = [None if src is None else nodes[src[0]].types[src[1]]
+                        if src[1] < len(nodes[src[0]].types) else None for src in node.inputs]
+        if any(t is None for t in in_types):
+            node.types = [None] * len(layer.outputs)
+            continue
+        if parameter_types and lid in parameter_types:
+            node.types = [parameter_types[lid]]
+            continue
+        spatial = node.op.spatial_rank(in_types)
+        problems = check_spatial_lengths(node.op.spec, node.op.attrs, spatial) if spatial is not None else []
+        for p in problems:
+            diags.error(p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
+        if problems:
+            node.types = [None] * len(layer.outputs)
+            continue
+        try:
+            types = infer_node(node, in_types)
+        except IrrunError as exc:
+            diags.error(exc.code or "E-SHAPE", exc.message, layer=layer.ref)
+            types = []
+        except Exception as exc:  # noqa: BLE001 - a kernel bug must not hide the report
+            diags.error("E-SHAPE", f"shape inference failed: {type(exc).__name__}: {exc}", layer=layer.ref)
+            types = []
+        types = list(types) + [None] * (len(layer.outputs) - len(types))
+        node.types = types[:max(len(layer.outputs), len(types))]
+        _compare_declared(node, diags)
+        if not document.snippet:
+            _compare_inputs(node, nodes, diags)
+
+
+def analyze(document: IRDocument, context: LoadContext) -> Analysis:
+    diags = document.diagnostics
+    nodes = bind_ops(document, context, diags)
+    order, live = check_structure(document, nodes, diags)
+    infer_types(document, nodes, order, diags)
+    return Analysis(document, nodes, order, live, diags)

@@ -1,0 +1,252 @@
+"""The public API: `load`, `Model.infer`, `validate`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from . import etypes
+from .analysis import Analysis, LoadContext, analyze
+from .diagnostics import Diagnostic, Diagnostics
+from .errors import InputError, IrrunError, LayerRef, ModelError, UnreadableFileError, UsageError
+from .etypes import ElementType
+from .executor import Plan
+from .ir import IRDocument, Layer, parse_document
+from .shapes import Dim, Shape, format_shape
+from .weights import Weights
+
+
+@dataclass(frozen=True)
+class PortInfo:
+    """A model input or output as OpenVINO reports it."""
+
+    name: str                     # the name irrun keys it by
+    names: tuple[str, ...]        # every tensor name
+    shape: Shape
+    element_type: ElementType
+    layer: LayerRef
+
+    def __repr__(self):
+        return f"<{self.name} {format_shape(self.shape)} {self.element_type}>"
+
+
+def _open_weights(xml: Path, diags: Diagnostics, needed: bool) -> Weights | None:
+    bin_path = xml.with_suffix(".bin")
+    if not bin_path.exists():
+        if needed:
+            diags.error("E-BIN-MISSING", f"the model has Const layers but {bin_path.name} is missing")
+        return None
+    try:
+        return Weights(bin_path)
+    except OSError as exc:
+        diags.error("E-BIN-MISSING", f"cannot read {bin_path.name}: {exc.strerror or exc}")
+        return None
+
+
+def _document_and_analysis(path: str | Path) -> tuple[IRDocument, Analysis, Weights | None]:
+    document = parse_document(path)
+    has_consts = any(l.op_type == "Constant" for l in document.graph.layers.values())
+    weights = None if document.snippet else _open_weights(document.path, document.diagnostics, has_consts)
+    analysis = analyze(document, LoadContext(str(document.path), weights))
+    return document, analysis, weights
+
+
+def _tensor_type(analysis: Analysis, layer: Layer):
+    node = analysis.nodes[layer.id]
+    return node.types[0] if node.types else None
+
+
+class Model:
+    """A loaded IR, ready to run.  Use `irrun.load(path)`."""
+
+    def __init__(self, path: str | Path, *, max_memory: int | None = None):
+        document, analysis, weights = _document_and_analysis(path)
+        errors = analysis.diagnostics.errors
+        if errors:
+            first = errors[0]
+            more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''}; "\
+                   f"run `irrun validate` to see all)" if len(errors) > 1 else ""
+            raise ModelError(first.message + more, file=first.file, line=first.line, layer=first.layer,
+                             code=first.code)
+        if document.snippet:
+            raise UsageError("is a single-layer snippet: it can be validated but not run", file=str(path))
+        self.path = document.path
+        self.document = document
+        self.analysis = analysis
+        self.weights = weights
+        self.graph = document.graph.graph
+        self.layers = document.graph.layers
+        self.name = document.name
+        self.ir_version = document.version
+        self.rt_info = document.rt_info
+        params = document.graph.layers_of_type("Parameter")
+        results = document.graph.layers_of_type("Result")
+        self.inputs = [self._input_info(l) for l in params]
+        self.outputs = [self._output_info(l) for l in results]
+        self._parameters = params
+        self._input_lookup: dict[str, int] = {}
+        for i, (info, layer) in enumerate(zip(self.inputs, params)):
+            for key in (*info.names, layer.name):
+                self._input_lookup.setdefault(key, i)
+        self._plan = Plan(analysis, [l.id for l in results], [l.id for l in params], max_memory)
+
+    # ------------------------------------------------------------ naming
+    def _input_info(self, layer: Layer) -> PortInfo:
+        t = _tensor_type(self.analysis, layer)
+        names = layer.outputs[0].names if layer.outputs else ()
+        if self.ir_version == 10:
+            names = tuple(dict.fromkeys((*names, layer.name)))
+        return PortInfo(names[0] if names else layer.name, names, t.shape, t.etype, layer.ref)
+
+    def _output_info(self, layer: Layer) -> PortInfo:
+        t = _tensor_type(self.analysis, layer)
+        node = self.analysis.nodes[layer.id]
+        src_id, src_port = node.inputs[0]
+        producer = self.layers[src_id]
+        port_names = producer.outputs[src_port].names if src_port < len(producer.outputs) else ()
+        if self.ir_version == 10:
+            legacy = producer.name if len(producer.outputs) == 1 else f"{producer.name}.{src_port}"
+            port_names = tuple(dict.fromkeys((*port_names, legacy)))
+        names = layer.output_names if layer.output_names else port_names
+        name = names[0] if names else layer.name
+        return PortInfo(name, tuple(names) or (layer.name,), t.shape, t.etype, layer.ref)
+
+    def __repr__(self):
+        return f"<irrun.Model {self.name!r}: inputs {self.inputs}, outputs {self.outputs}>"
+
+    # ------------------------------------------------------------ running
+    def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+        file = str(self.path)
+        if isinstance(inputs, Mapping):
+            given: dict[int, Any] = {}
+            for key, value in inputs.items():
+                index = self._input_lookup.get(key) if isinstance(key, str) else \
+                    key if isinstance(key, int) and 0 <= key < len(self.inputs) else None
+                if index is None:
+                    known = ", ".join(repr(i.name) for i in self.inputs)
+                    raise InputError(f"unknown input {key!r}; the model's inputs are {known}", file=file)
+                if index in given:
+                    raise InputError(f"input {self.inputs[index].name!r} given twice", file=file)
+                given[index] = value
+        elif isinstance(inputs, (list, tuple)):
+            if len(inputs) != len(self.inputs):
+                raise InputError(f"got {len(inputs)} inputs, the model takes {len(self.inputs)} "
+                                 f"({', '.join(i.name for i in self.inputs)})", file=file)
+            given = dict(enumerate(inputs))
+        else:
+            if len(self.inputs) != 1:
+                raise InputError(f"a single array was given, but the model takes {len(self.inputs)} inputs "
+                                 f"({', '.join(i.name for i in self.inputs)}); pass a dict or a list", file=file)
+            given = {0: inputs}
+        missing = [self.inputs[i].name for i in range(len(self.inputs)) if i not in given]
+        if missing:
+            raise InputError(f"missing input{'s' if len(missing) > 1 else ''}: {', '.join(missing)}", file=file)
+        return {self._parameters[i].id: self._check_input(self.inputs[i], value) for i, value in given.items()}
+
+    def _check_input(self, info: PortInfo, value: Any) -> np.ndarray:
+        file = str(self.path)
+        etype = info.element_type
+        try:
+            array = np.asarray(value)
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"input {info.name!r}: cannot make an array of {type(value).__name__}: {exc}",
+                             file=file) from None
+        want = etype.carrier
+        if array.dtype == object or want is None:
+            raise InputError(f"input {info.name!r}: arrays of {array.dtype} are not supported", file=file)
+        if array.dtype != want:
+            # Like OpenVINO's Python API, convert where no value class changes
+            # (f64 -> f32, int -> float); refuse float -> int and the like.
+            if etype.name == "f16" and self.ir_version == 10:
+                pass
+            elif not np.can_cast(array.dtype, want, casting="same_kind") or \
+                    (array.dtype.kind == "b") != (want.kind == "b"):
+                raise InputError(f"input {info.name!r} expects {etype} ({want}), got {array.dtype}", file=file)
+            array = array.astype(want)
+        shape = info.shape
+        if shape is not None:
+            if array.ndim != len(shape):
+                raise InputError(f"input {info.name!r} expects rank {len(shape)} {format_shape(shape)}, "
+                                 f"got shape {list(array.shape)}", file=file)
+            for i, (d, n) in enumerate(zip(shape, array.shape)):
+                if (isinstance(d, int) and d != n) or (isinstance(d, Dim) and not d.contains(n)):
+                    raise InputError(f"input {info.name!r} expects shape {format_shape(shape)}, got "
+                                     f"{list(array.shape)} (dim {i}: {n} is not {d})", file=file)
+        return array
+
+    def infer(self, inputs: Any) -> dict[str, np.ndarray]:
+        """Run the model.  `inputs`: dict by name, list in input order, or one array."""
+        feeds = self._feeds(inputs)
+        values = self._plan.run(feeds)
+        out = {}
+        for info, value in zip(self.outputs, values):
+            if self.ir_version == 10:
+                value = _v10_output(value, info.element_type)
+            out[info.name] = value
+        return out
+
+    __call__ = infer
+
+    def close(self):
+        if self.weights is not None:
+            self.weights.close()
+
+
+def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
+    """IR v10 outputs are converted by OpenVINO: integers to i32, the rest to f32."""
+    if etype.is_integral and etype.bits >= 32:
+        return value.astype(np.int32)
+    if etype.name != "f32" and etype.carrier is not None and value.dtype != np.float32:
+        return value.astype(np.float32)
+    return value
+
+
+def load(path: str | Path, *, max_memory: int | None = None) -> Model:
+    """Load `model.xml` (and the `model.bin` beside it)."""
+    return Model(path, max_memory=max_memory)
+
+
+@dataclass
+class Report:
+    """What `validate` found."""
+
+    file: str
+    diagnostics: list[Diagnostic]
+
+    @property
+    def errors(self):
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self):
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def __iter__(self):
+        return iter(self.diagnostics)
+
+    def __len__(self):
+        return len(self.diagnostics)
+
+    def codes(self) -> list[str]:
+        return [d.code for d in self.diagnostics]
+
+
+def validate(path: str | Path) -> Report:
+    """Check an IR file; never raises for a defect in the model."""
+    file = str(path)
+    try:
+        document, analysis, weights = _document_and_analysis(path)
+        diagnostics = list(analysis.diagnostics)
+        if weights is not None:
+            weights.close()
+    except IrrunError as exc:
+        diag = Diagnostic("error", exc.code or "E-UNREADABLE", exc.message, exc.file or file, exc.line, exc.layer)
+        diagnostics = [diag]
+    diagnostics.sort(key=lambda d: (d.line or 0))
+    return Report(file, diagnostics)

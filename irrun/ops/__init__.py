@@ -1,0 +1,2 @@
+"""Op families; importing a module registers its ops (see `irrun.registry`)."""
+from . import infrastructure  # noqa: F401

@@ -1,0 +1,86 @@
+"""Sliding-window arithmetic shared by convolutions and pools (written once).
+
+For one spatial axis with input size `x`, kernel `k`, stride `s`, dilation `d`
+(effective kernel `dk = (k - 1) * d + 1`) and pads `pb`/`pe`:
+
+    explicit, floor:  out = floor((x + pb + pe - dk) / s) + 1
+    explicit, ceil:   out = ceil((x + pb + pe - dk) / s) + 1
+    ceil_torch:       as ceil, minus 1 when the last window would start in the end padding
+    valid:            pads are 0 (then the explicit rule)
+    same_upper/lower: out = ceil(x / s); total pad = max(0, (out - 1) * s + dk - x),
+                      split evenly, the odd unit at the end (upper) or beginning (lower)
+
+`auto_pad` "notset" is "explicit".  Shape inference calls `window_output_dims`
+(works on dynamic dims, returns a note per dim for diagnostics); kernels call
+`resolve_pads` with the actual sizes.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import ShapeError
+from ..shapes import DimLike, dim_map
+
+SAME = ("same_upper", "same_lower")
+
+
+def effective_kernel(k: int, d: int) -> int:
+    return (k - 1) * d + 1
+
+
+def same_pads(x: int, k: int, s: int, d: int, auto_pad: str) -> tuple[int, int]:
+    out = -(-x // s)
+    total = max(0, (out - 1) * s + effective_kernel(k, d) - x)
+    small, large = total // 2, total - total // 2
+    return (small, large) if auto_pad == "same_upper" else (large, small)
+
+
+def axis_output(x: int, k: int, s: int, d: int, pb: int, pe: int, rounding: str = "floor") -> int:
+    span = x + pb + pe - effective_kernel(k, d)
+    if rounding == "floor":
+        return span // s + 1
+    out = -(-span // s) + 1
+    if rounding == "ceil_torch" and (out - 1) * s >= x + pb:
+        out -= 1
+    return out
+
+
+def resolve_pads(spatial: Sequence[int], kernel, strides, dilations, pads_begin, pads_end,
+                 auto_pad: str) -> tuple[list[int], list[int]]:
+    """Actual pads for static spatial sizes, after auto_pad."""
+    if auto_pad in SAME:
+        pairs = [same_pads(x, k, s, d, auto_pad) for x, k, s, d in zip(spatial, kernel, strides, dilations)]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    if auto_pad == "valid":
+        return [0] * len(spatial), [0] * len(spatial)
+    return list(pads_begin), list(pads_end)
+
+
+def window_output_dims(spatial: Sequence[DimLike], kernel, strides, dilations, pads_begin, pads_end,
+                       auto_pad: str, rounding: str = "floor", first_axis: int = 2,
+                       what: str = "kernel") -> tuple[list[DimLike], dict[int, str]]:
+    """Output spatial dims and, per output axis index, the arithmetic behind it."""
+    if 0 in strides:
+        raise ShapeError(f"strides {list(strides)} has a zero value")
+    if dilations is not None and 0 in dilations:
+        raise ShapeError(f"dilations {list(dilations)} has a zero value")
+    dilations = dilations or [1] * len(spatial)
+    dims, notes = [], {}
+    for i, (x, k, s, d) in enumerate(zip(spatial, kernel, strides, dilations)):
+        dk = effective_kernel(k, d)
+        axis = first_axis + i
+        if auto_pad in SAME:
+            dims.append(dim_map(lambda v, s=s: -(-v // s), x))
+            notes[axis] = f"ceil({x} / {s}) with auto_pad={auto_pad}"
+            continue
+        pb, pe = (0, 0) if auto_pad == "valid" else (pads_begin[i], pads_end[i])
+        if isinstance(x, int) and x + pb + pe < dk:
+            raise ShapeError(f"{what} after dilation ({dk}) is larger than spatial dim {axis} after padding "
+                             f"({x} + {pb} + {pe} = {x + pb + pe})")
+        dims.append(dim_map(lambda v, k=k, s=s, d=d, pb=pb, pe=pe: max(axis_output(v, k, s, d, pb, pe, rounding), 0), x))
+        op = "floor" if rounding == "floor" else "ceil"
+        fix = " (minus 1 if the last window starts in the padding)" if rounding == "ceil_torch" else ""
+        dil = f"({k} - 1) * {d} + 1" if d != 1 else f"{k}"
+        notes[axis] = f"{op}(({x} + {pb} + {pe} - {dil}) / {s}) + 1{fix}" + \
+            (" with auto_pad=valid" if auto_pad == "valid" else "")
+    return dims, notes

@@ -1,0 +1,108 @@
+"""The op interface and the registry keyed by (type, version).
+
+An op implementation is a class registered with `@register("Type", versions...)`.
+Its declarative half (inputs, outputs, attribute schema) comes from
+`specs/<Type>.toml`; the class adds a shape/type function and a NumPy kernel:
+
+    @register("Relu", 1)
+    class Relu(Op):
+        def infer(self, inputs):            # list[TensorType] -> list[TensorType]
+            return [inputs[0].like()]
+        def run(self, x):                   # arrays -> array or tuple of arrays
+            return np.maximum(x, 0)
+
+`self.attrs` holds the parsed attributes, `self.version` the op version.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from .etypes import ElementType
+from .shapes import Shape, format_shape, is_static
+from .spec import Attrs, VersionSpec, all_specs
+
+
+@dataclass
+class TensorType:
+    """What shape inference knows about one tensor."""
+
+    shape: Shape
+    etype: ElementType
+    value: np.ndarray | None = None       # known before running (Const, folded shapes)
+    notes: dict[int, str] | None = None   # per-dim arithmetic, quoted in diagnostics
+
+    def like(self, shape: Shape | None = ..., etype: ElementType | None = None) -> "TensorType":
+        return TensorType(self.shape if shape is ... else shape, etype or self.etype)
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return is_static(self.shape)
+
+    def __str__(self):
+        return f"{format_shape(self.shape)} {self.etype}"
+
+
+class Op:
+    """Base of every op implementation."""
+
+    spec: VersionSpec
+    #: run the kernel at load time when every input is known and small
+    foldable: bool = True
+
+    def __init__(self, spec: VersionSpec, attrs: Attrs):
+        self.spec = spec
+        self.attrs = attrs
+        self.version = spec.version
+
+    def infer(self, inputs: list[TensorType]) -> list[TensorType]:
+        raise NotImplementedError
+
+    def run(self, *inputs: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def spatial_rank(self, inputs: list[TensorType]) -> int | None:
+        """Rank that `length = "spatial"` attributes must match (None: no rule)."""
+        rank = inputs[0].rank if inputs else None
+        return None if rank is None else rank - 2
+
+
+_REGISTRY: dict[tuple[str, int], type[Op]] = {}
+
+
+def register(type_name: str, *versions: int) -> Callable[[type[Op]], type[Op]]:
+    def decorate(cls: type[Op]) -> type[Op]:
+        for v in versions:
+            key = (type_name, v)
+            if key in _REGISTRY:
+                raise RuntimeError(f"{type_name}-{v} registered twice")
+            _REGISTRY[key] = cls
+        return cls
+    return decorate
+
+
+def implementation(type_name: str, version: int) -> type[Op] | None:
+    _load_ops()
+    return _REGISTRY.get((type_name, version))
+
+
+def supported() -> dict[tuple[str, int], VersionSpec]:
+    """(type, version) -> spec, for every op that has both a spec and a kernel."""
+    _load_ops()
+    specs = all_specs()
+    return {key: specs[key] for key in sorted(_REGISTRY) if key in specs}
+
+
+def registered_keys() -> set[tuple[str, int]]:
+    _load_ops()
+    return set(_REGISTRY)
+
+
+def _load_ops() -> None:
+    from . import ops  # noqa: F401  (importing the package registers every family)

@@ -1,0 +1,185 @@
+"""Partial shapes: static dims are ints, dynamic dims are `Dim` intervals.
+
+A shape is a tuple of dims, or `None` for a dynamic rank.  Shape functions are
+written with the helpers below so the same formula serves static and dynamic
+dims: `dim_map` applies a monotone non-decreasing function to both bounds.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Union
+
+from .errors import ModelError, ShapeError
+
+
+@dataclass(frozen=True)
+class Dim:
+    """A dynamic dimension: an interval [lo, hi]; hi None means unbounded."""
+
+    lo: int = 0
+    hi: int | None = None
+
+    def __str__(self) -> str:
+        if self.lo == 0 and self.hi is None:
+            return "?"
+        if self.hi is None:
+            return f"{self.lo}.."
+        return f"{self.lo}..{self.hi}" if self.lo else f"..{self.hi}"
+
+    __repr__ = __str__
+
+    def contains(self, value: int) -> bool:
+        return value >= self.lo and (self.hi is None or value <= self.hi)
+
+
+DimLike = Union[int, Dim]
+Shape = Union[tuple, None]          # tuple[DimLike, ...] or None for dynamic rank
+ANY = Dim()
+
+
+def is_static_dim(d: DimLike) -> bool:
+    return isinstance(d, int)
+
+
+def is_static(shape: Shape) -> bool:
+    return shape is not None and all(isinstance(d, int) for d in shape)
+
+
+def make_dim(lo: int, hi: int | None) -> DimLike:
+    lo = max(lo, 0)
+    if hi is not None and hi == lo:
+        return lo
+    return Dim(lo, hi)
+
+
+def dim_map(fn: Callable[[int], int], d: DimLike) -> DimLike:
+    """Apply a non-decreasing integer function to a dim (to both bounds)."""
+    if isinstance(d, int):
+        return fn(d)
+    return make_dim(fn(d.lo), None if d.hi is None else fn(d.hi))
+
+
+def dim_bounds(d: DimLike) -> tuple[int, int | None]:
+    return (d, d) if isinstance(d, int) else (d.lo, d.hi)
+
+
+def dim_add(a: DimLike, b: DimLike) -> DimLike:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    (alo, ahi), (blo, bhi) = dim_bounds(a), dim_bounds(b)
+    return make_dim(alo + blo, None if ahi is None or bhi is None else ahi + bhi)
+
+
+def dim_mul(a: DimLike, b: DimLike) -> DimLike:
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    (alo, ahi), (blo, bhi) = dim_bounds(a), dim_bounds(b)
+    if ahi == 0 or bhi == 0:
+        return 0
+    return make_dim(alo * blo, None if ahi is None or bhi is None else ahi * bhi)
+
+
+def dims_compatible(a: DimLike, b: DimLike) -> bool:
+    (alo, ahi), (blo, bhi) = dim_bounds(a), dim_bounds(b)
+    return (ahi is None or blo <= ahi) and (bhi is None or alo <= bhi)
+
+
+def dim_merge(a: DimLike, b: DimLike) -> DimLike:
+    """The intersection of two dims that must be equal; raises if disjoint."""
+    if not dims_compatible(a, b):
+        raise ShapeError(f"dimensions {a} and {b} differ")
+    (alo, ahi), (blo, bhi) = dim_bounds(a), dim_bounds(b)
+    hi = ahi if bhi is None else bhi if ahi is None else min(ahi, bhi)
+    return make_dim(max(alo, blo), hi)
+
+
+def shape_numel(shape: Shape) -> DimLike:
+    if shape is None:
+        return ANY
+    total: DimLike = 1
+    for d in shape:
+        total = dim_mul(total, d)
+    return total
+
+
+def format_shape(shape: Shape) -> str:
+    if shape is None:
+        return "[...]"
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+_INTERVAL = re.compile(r"^(-?\d*)\.\.(-?\d*)$")
+
+
+def parse_partial_shape(text: str) -> Shape:
+    """A `shape="..."` attribute: `1,3,?,-1,1..10,..5,3..`, `...`, `[..]`, or ""."""
+    text = text.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1].strip()
+    if text == "...":
+        return None
+    if text == "":
+        return ()
+    dims: list[DimLike] = []
+    for field in text.split(","):
+        field = field.strip()
+        if field in ("?", "-1"):
+            dims.append(ANY)
+            continue
+        if field.isdigit():
+            dims.append(int(field))
+            continue
+        m = _INTERVAL.match(field)
+        if m:
+            lo = int(m.group(1)) if m.group(1) else 0
+            hi = int(m.group(2)) if m.group(2) else None
+            if lo >= 0 and (hi is None or hi >= lo):
+                dims.append(make_dim(lo, hi))
+                continue
+        raise ModelError(f'cannot parse shape "{text}": bad dimension "{field}"')
+    return tuple(dims)
+
+
+def parse_static_shape(text: str) -> tuple[int, ...]:
+    shape = parse_partial_shape(text)
+    if not is_static(shape):
+        raise ModelError(f'shape "{text}" must be static here')
+    return shape
+
+
+def broadcast_shapes(a: Shape, b: Shape) -> Shape:
+    """NumPy-style bidirectional broadcasting of two partial shapes."""
+    if a is None or b is None:
+        return None
+    rank = max(len(a), len(b))
+    a = (1,) * (rank - len(a)) + tuple(a)
+    b = (1,) * (rank - len(b)) + tuple(b)
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif isinstance(x, int) and isinstance(y, int):
+            if x != y:
+                raise ShapeError(f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast (dim {i}: {x} vs {y})")
+            out.append(x)
+        elif isinstance(x, Dim) and isinstance(y, Dim):
+            # Either could be 1 at run time; only the union is safe.
+            if x.contains(1) or y.contains(1):
+                out.append(ANY)
+            else:
+                out.append(dim_merge(x, y))
+        else:
+            static, dyn = (x, y) if isinstance(x, int) else (y, x)
+            if not dyn.contains(static) and not dyn.contains(1):
+                raise ShapeError(f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast (dim {i}: {x} vs {y})")
+            out.append(static)
+    return tuple(out)
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < max(rank, 1) or (rank == 0 and axis not in (0, -1)):
+        raise ShapeError(f"{what} {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis

@@ -1,0 +1,369 @@
+"""Declarative op specs: `specs/<Type>.toml` and the opset catalogue.
+
+A spec file declares, per version, the op's inputs, outputs and attribute
+schema.  It is the single source for attribute parsing, attribute diagnostics,
+`irrun ops` and the README's op table.  Kernels live in `irrun/ops/`.
+
+    type = "AvgPool"
+    category = "pooling"
+    summary = "..."
+    [v1]
+    inputs = ["data"]               # "name?" optional, "name..." variadic
+    outputs = ["output"]
+    [v1.attributes]
+    kernel = { type = "ints", required = true, min = 1, length = "spatial" }
+    [v14]
+    extends = "v1"                  # inherit, then override attributes
+"""
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from . import etypes
+from .shapes import parse_partial_shape
+
+
+def specs_dir() -> Path:
+    installed = Path(__file__).with_name("specs")
+    return installed if installed.is_dir() else Path(__file__).resolve().parent.parent / "specs"
+
+
+ATTR_TYPES = ("int", "ints", "float", "floats", "bool", "string", "strings", "enum",
+              "etype", "shape")
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    name: str
+    type: str
+    required: bool = False
+    default: Any = None
+    values: tuple[str, ...] | None = None     # allowed values (enum, etype)
+    min: float | None = None                  # every number >= min
+    length: str | int | None = None           # "spatial", or a fixed count
+    doc: str = ""
+
+    @property
+    def py_name(self) -> str:
+        return self.name.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class PortSpec:
+    name: str
+    optional: bool = False
+    variadic: bool = False
+
+
+@dataclass(frozen=True)
+class VersionSpec:
+    type: str
+    version: int
+    category: str
+    inputs: tuple[PortSpec, ...]
+    outputs: tuple[PortSpec, ...]
+    attributes: dict[str, AttrSpec]
+    summary: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.type}-{self.version}"
+
+    def count_range(self, ports: tuple[PortSpec, ...]) -> tuple[int, int | None]:
+        lo = sum(1 for p in ports if not p.optional and not p.variadic)
+        if any(p.variadic for p in ports):
+            return max(lo, 1), None
+        return lo, len(ports)
+
+    @property
+    def input_range(self):
+        return self.count_range(self.inputs)
+
+    @property
+    def output_range(self):
+        return self.count_range(self.outputs)
+
+
+def _ports(names: list[str]) -> tuple[PortSpec, ...]:
+    out = []
+    for n in names:
+        if n.endswith("..."):
+            out.append(PortSpec(n[:-3], variadic=True))
+        elif n.endswith("?"):
+            out.append(PortSpec(n[:-1], optional=True))
+        else:
+            out.append(PortSpec(n))
+    return tuple(out)
+
+
+class SpecFileError(Exception):
+    pass
+
+
+def _load_spec_file(path: Path) -> dict[int, VersionSpec]:
+    doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    type_name = doc["type"]
+    raw_versions = {k: v for k, v in doc.items() if re.fullmatch(r"v\d+", k)}
+    resolved: dict[str, dict] = {}
+
+    def resolve(key: str) -> dict:
+        if key in resolved:
+            return resolved[key]
+        table = dict(raw_versions[key])
+        base = table.pop("extends", None)
+        if base:
+            merged = dict(resolve(base))
+            merged["attributes"] = {**merged.get("attributes", {}), **table.pop("attributes", {})}
+            merged.update(table)
+            table = merged
+        resolved[key] = table
+        return table
+
+    versions = {}
+    for key in raw_versions:
+        table = resolve(key)
+        attrs = {}
+        for name, a in table.get("attributes", {}).items():
+            if a.get("type") not in ATTR_TYPES:
+                raise SpecFileError(f"{path.name}: attribute {name} has unknown type {a.get('type')}")
+            attrs[name] = AttrSpec(name=name, type=a["type"], required=a.get("required", False),
+                                   default=a.get("default"),
+                                   values=tuple(a["values"]) if "values" in a else None,
+                                   min=a.get("min"), length=a.get("length"), doc=a.get("doc", ""))
+        v = int(key[1:])
+        versions[v] = VersionSpec(type=type_name, version=v, category=doc.get("category", "misc"),
+                                  inputs=_ports(table.get("inputs", [])),
+                                  outputs=_ports(table.get("outputs", ["output"])),
+                                  attributes=attrs, summary=doc.get("summary", ""))
+    return versions
+
+
+@cache
+def all_specs() -> dict[tuple[str, int], VersionSpec]:
+    specs = {}
+    for path in sorted(specs_dir().glob("*.toml")):
+        if path.name == "opsets.toml":
+            continue
+        for v, vs in _load_spec_file(path).items():
+            specs[(vs.type, v)] = vs
+    return specs
+
+
+# ---------------------------------------------------------------- opset catalogue
+
+def _parse_members(text: str) -> frozenset[int]:
+    members = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        members.update(range(int(lo), int(hi or lo) + 1))
+    return frozenset(members)
+
+
+@cache
+def opset_catalogue() -> dict[str, dict[int, frozenset[int]]]:
+    """Canonical op type -> {version -> opsets containing it}."""
+    doc = tomllib.loads((specs_dir() / "opsets.toml").read_text(encoding="utf-8"))
+    return {t: {int(v): _parse_members(m) for v, m in versions.items()} for t, versions in doc.items()}
+
+
+# Serializer spellings that differ from the C++ type names.
+TYPE_ALIASES = {"const": "Constant", "relu": "Relu", "prelu": "PRelu", "softmax": "Softmax"}
+# Version strings the IR reader redirects to another opset.
+_OPSET_REDIRECTS = {("MVN", "opset1"): "opset2", ("ROIPooling", "opset1"): "opset2",
+                    ("ReorgYolo", "opset1"): "opset2"}
+_OPSET6_FOR_EXTENSION = {"GRUCell", "RNNCell", "Proposal"}
+
+
+@cache
+def _types_by_lower() -> dict[str, str]:
+    return {t.lower(): t for t in opset_catalogue()}
+
+
+def canonical_type(type_name: str) -> str | None:
+    lower = type_name.lower()
+    return TYPE_ALIASES.get(lower) or _types_by_lower().get(lower)
+
+
+class VersionLookupError(Exception):
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
+
+
+def resolve_version(type_name: str, version: str) -> tuple[str, int]:
+    """(`type`, `version` attribute) -> (canonical type, op version number)."""
+    canonical = canonical_type(type_name)
+    if canonical is None:
+        raise VersionLookupError(f'unknown operation type "{type_name}"', "E-OP-UNKNOWN")
+    versions = opset_catalogue()[canonical]
+    known = ", ".join(f"{canonical}-{v}" for v in sorted(versions))
+    version = _OPSET_REDIRECTS.get((canonical, version), version)
+    if version in ("experimental", "extension") and (canonical in _OPSET6_FOR_EXTENSION
+                                                     or canonical.startswith("ExperimentalDetectron")):
+        version = "opset6"
+    m = re.fullmatch(r"opset(\d+)", version or "")
+    if not m:
+        raise VersionLookupError(f'{canonical} has no version "{version}" (versions: {known})', "E-OP-VERSION")
+    opset = int(m.group(1))
+    for v, members in versions.items():
+        if opset in members:
+            return canonical, v
+    raise VersionLookupError(f"{canonical} is not in {version} (versions: {known})", "E-OP-VERSION")
+
+
+# ---------------------------------------------------------------- attribute parsing
+
+class Attrs:
+    """Parsed attribute values; `attrs.exclude_pad` or `attrs["exclude-pad"]`."""
+
+    def __init__(self, values: dict[str, Any]):
+        self._values = values
+        for k, v in values.items():
+            setattr(self, k.replace("-", "_"), v)
+
+    def __getitem__(self, name):
+        return self._values[name]
+
+    def get(self, name, default=None):
+        return self._values.get(name, default)
+
+    def items(self):
+        return self._values.items()
+
+    def __repr__(self):
+        return f"Attrs({self._values!r})"
+
+
+@dataclass
+class AttrProblem:
+    code: str
+    attribute: str
+    message: str
+    severity: str = "error"
+
+
+_BOOLS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def _number(text: str, kind: type):
+    text = text.strip()
+    if kind is int:
+        if not re.fullmatch(r"[+-]?\d+", text):
+            raise ValueError(f'"{text}" is not an integer')
+        return int(text)
+    value = float(text)
+    return value
+
+
+def _list(text: str, kind: type) -> list:
+    text = text.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if not text.strip():
+        return []
+    return [_number(part, kind) for part in text.split(",")]
+
+
+def convert_value(spec: AttrSpec, text: str):
+    """Text from the XML -> Python value; raises ValueError with a reason."""
+    t = spec.type
+    if t == "int":
+        return _number(text, int)
+    if t == "float":
+        return _number(text, float)
+    if t == "ints":
+        return tuple(_list(text, int))
+    if t == "floats":
+        return tuple(_list(text, float))
+    if t == "bool":
+        value = _BOOLS.get(text.strip().lower())
+        if value is None:
+            raise ValueError(f'"{text}" is not a boolean (true/false)')
+        return value
+    if t == "string":
+        return text
+    if t == "strings":
+        return tuple(s.strip() for s in text.split(",")) if text.strip() else ()
+    if t == "enum":
+        value = text.strip().lower()
+        if spec.values and value not in spec.values:
+            raise ValueError(f'"{text}" is not one of {", ".join(spec.values)}')
+        return value
+    if t == "etype":
+        etype = etypes.BY_NAME.get(text.strip()) or (etypes.dynamic if text.strip() == "undefined" else None)
+        if etype is None:
+            raise ValueError(f'"{text}" is not an element type')
+        if spec.values and etype.name not in spec.values:
+            raise ValueError(f'"{text}" is not one of {", ".join(spec.values)}')
+        return etype
+    if t == "shape":
+        try:
+            return parse_partial_shape(text)
+        except Exception as exc:  # noqa: BLE001 - reported as a malformed value
+            raise ValueError(str(exc)) from None
+    raise AssertionError(t)
+
+
+def _default(spec: AttrSpec):
+    if spec.default is None:
+        return None
+    if spec.type in ("ints", "floats", "strings"):
+        return tuple(spec.default)
+    if spec.type == "etype":
+        return etypes.BY_NAME[spec.default]
+    if spec.type == "shape":
+        return parse_partial_shape(spec.default)
+    return spec.default
+
+
+def parse_attrs(spec: VersionSpec, raw: dict[str, str]) -> tuple[Attrs, list[AttrProblem]]:
+    """Parse a layer's `<data>` against its schema; never raises."""
+    values: dict[str, Any] = {}
+    problems: list[AttrProblem] = []
+    for name, a in spec.attributes.items():
+        if name not in raw:
+            if a.required:
+                problems.append(AttrProblem("E-ATTR-MISSING", name, f'missing required attribute "{name}"'))
+            values[name] = _default(a)
+            continue
+        try:
+            value = convert_value(a, raw[name])
+        except (ValueError, OverflowError) as exc:
+            code = "E-ATTR-ENUM" if a.type in ("enum", "etype") and a.values else "E-ATTR-VALUE"
+            problems.append(AttrProblem(code, name, f'attribute {name}="{raw[name]}": {exc}'))
+            values[name] = _default(a)
+            continue
+        if a.min is not None:
+            numbers = value if isinstance(value, tuple) else (value,)
+            bad = [n for n in numbers if isinstance(n, (int, float)) and not math.isnan(n) and n < a.min]
+            if bad:
+                problems.append(AttrProblem("E-ATTR-RANGE", name,
+                                            f'attribute {name}="{raw[name]}": values must be >= {a.min:g}'))
+        if isinstance(a.length, int) and len(value) != a.length:
+            problems.append(AttrProblem("E-ATTR-LENGTH", name,
+                                        f'attribute {name}="{raw[name]}" has {len(value)} values, expected {a.length}'))
+        values[name] = value
+    for name in raw:
+        if name not in spec.attributes:
+            problems.append(AttrProblem("W-ATTR-UNKNOWN", name,
+                                        f'unknown attribute "{name}" for {spec.label} (ignored)', "warning"))
+    return Attrs(values), problems
+
+
+def check_spatial_lengths(spec: VersionSpec, attrs: Attrs, spatial_rank: int) -> list[AttrProblem]:
+    """Attributes with `length = "spatial"` must have one value per spatial dim."""
+    problems = []
+    for name, a in spec.attributes.items():
+        value = attrs.get(name)
+        if a.length == "spatial" and value is not None and len(value) not in (spatial_rank,) \
+                and not (len(value) == 0 and not a.required):
+            problems.append(AttrProblem("E-ATTR-LENGTH", name,
+                                        f"attribute {name} has {len(value)} values for {spatial_rank} spatial "
+                                        f"dimension{'s' if spatial_rank != 1 else ''}"))
+    return problems

@@ -1,0 +1,60 @@
+"""The `.bin` weights file: mapped read-only, every slice bounds-checked."""
+from __future__ import annotations
+
+import mmap
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ModelError
+from .etypes import ElementType
+
+MAX_CONST_ELEMENTS = 1 << 40
+
+
+class Weights:
+    def __init__(self, path: Path):
+        self.path = path
+        self._file = open(path, "rb")
+        self.size = self._file.seek(0, 2)
+        # mmap cannot map an empty file; an empty .bin simply holds nothing.
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+        self._buffer = memoryview(self._map)
+
+    def close(self):
+        self._buffer.release()
+        if isinstance(self._map, mmap.mmap):
+            try:
+                self._map.close()
+            except BufferError:  # arrays still view the map; the OS frees it with them
+                pass
+        self._file.close()
+
+    def check(self, offset: int, size: int, etype: ElementType, shape: tuple[int, ...]) -> str | None:
+        """Why this Const cannot be read, or None."""
+        if offset < 0 or size < 0:
+            return f"offset {offset} and size {size} must not be negative"
+        if offset + size > self.size:
+            return f"offset {offset} + size {size} = {offset + size} is past the end of {self.path.name} ({self.size} bytes)"
+        numel = 1
+        for d in shape:
+            numel *= d
+        if numel > MAX_CONST_ELEMENTS:
+            return f"shape {list(shape)} has {numel} elements, beyond any real weight"
+        if etype.name == "string":
+            return None if size >= 4 else f"size {size} holds no packed string data"
+        need = etype.nbytes(numel)
+        if size < need:
+            return f"size {size} is smaller than the {need} bytes that shape {list(shape)} of {etype} needs"
+        return None
+
+    def read(self, offset: int, size: int, etype: ElementType, shape: tuple[int, ...]) -> np.ndarray:
+        problem = self.check(offset, size, etype, shape)
+        if problem:
+            raise ModelError(problem)
+        numel = 1
+        for d in shape:
+            numel *= d
+        raw = self._buffer[offset:offset + size]
+        array = etype.decode(raw, numel)
+        return array.reshape(shape)

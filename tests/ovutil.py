@@ -1,0 +1,63 @@
+"""Differential testing against OpenVINO: build with openvino.opsetN, save IR, run both."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+
+import irrun
+
+_CORE = ov.Core()
+CPU_F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+
+
+def save(model: ov.Model, path: Path, *, compress: bool = False) -> Path:
+    xml = Path(path) / "model.xml" if Path(path).suffix != ".xml" else Path(path)
+    ov.save_model(model, str(xml), compress_to_fp16=compress)
+    return xml
+
+
+def run_openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    compiled = _CORE.compile_model(_CORE.read_model(str(xml)), "CPU", CPU_F32)
+    result = compiled(inputs)
+    return [np.asarray(result[out]) for out in compiled.outputs]
+
+
+def evaluate_reference(model: ov.Model, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """OpenVINO's reference evaluation (no plugin): for ops where the CPU plugin has bugs."""
+    in_tensors = [ov.Tensor(np.ascontiguousarray(a)) for a in inputs]
+    out_tensors = [ov.Tensor(o.get_element_type(), o.get_shape()) for o in model.outputs]
+    assert model.evaluate(out_tensors, in_tensors)
+    return [t.data.copy() for t in out_tensors]
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol=1e-4, atol=1e-5, what="output"):
+    expected = np.asarray(expected)
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != OpenVINO {expected.dtype}"
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != OpenVINO {expected.shape}"
+    if expected.dtype.kind in "fc":
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+
+
+def compare(model: ov.Model, inputs: list[np.ndarray], tmp_path: Path, *, rtol=1e-4, atol=1e-5,
+            compress: bool = False, check_validate: bool = True) -> dict[str, np.ndarray]:
+    """Save `model`, run it in OpenVINO (CPU, f32) and in irrun, compare every output.
+
+    Also asserts that `irrun validate` finds no error in what OpenVINO wrote.
+    """
+    xml = save(model, tmp_path, compress=compress)
+    expected = run_openvino(xml, inputs)
+    if check_validate:
+        report = irrun.validate(xml)
+        assert report.ok, "validate flagged an OpenVINO-written IR:\n" + \
+            "\n".join(d.format() for d in report.errors)
+    m = irrun.load(xml)
+    got = m.infer(list(inputs))
+    assert list(got) == [o.name for o in m.outputs]
+    assert len(got) == len(expected)
+    for (name, actual), exp in zip(got.items(), expected):
+        assert_close(actual, exp, rtol=rtol, atol=atol, what=name)
+    return got
