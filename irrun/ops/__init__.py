@@ -1,2 +1,3 @@
 """Op families; importing a module registers its ops (see `irrun.registry`)."""
-from . import infrastructure  # noqa: F401
+from . import (activation, arithmetic, convolution, infrastructure, matrix,  # noqa: F401
+               movement, pooling)

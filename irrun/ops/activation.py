@@ -1,0 +1,2 @@
+"""activation ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""arithmetic ops."""
+from __future__ import annotations

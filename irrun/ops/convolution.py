@@ -1,0 +1,2 @@
+"""convolution ops."""
+from __future__ import annotations

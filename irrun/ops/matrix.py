@@ -1,0 +1,2 @@
+"""matrix ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""movement ops."""
+from __future__ import annotations

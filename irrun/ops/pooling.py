@@ -1,0 +1,2 @@
+"""pooling ops."""
+from __future__ import annotations
