@@ -183,22 +183,17 @@ def _compare_declared(node: Node, diags: Diagnostics) -> None:
                         layer=layer.ref, line=port.line, port=i)
 
 
-def _compare_inputs(node: Node, analysis_nodes: dict[str, Node], diags: Diagnostics) -> None:
-    for i, src in enumerate(node.inputs):
-        if src is None or i >= len(node.layer.inputs):
+def _compare_inputs(node: Node, in_types: list[TensorType], nodes: dict[str, Node], diags: Diagnostics) -> None:
+    """Declared input dims against what flows in (unless the producer's own port already said it)."""
+    for i, (port, t, src) in enumerate(zip(node.layer.inputs, in_types, node.inputs)):
+        producer_port = nodes[src[0]].layer.outputs[src[1]] if src and src[1] < len(nodes[src[0]].layer.outputs) else None
+        if producer_port is not None and producer_port.dims == port.dims:
             continue
-        producer = analysis_nodes.get(src[0])
-        port = node.layer.inputs[i]
-        if producer is None or src[1] >= len(producer.layer.outputs):
-            continue
-        out_port = producer.layer.outputs[src[1]]
-        if port.dims != out_port.dims and len(port.dims) == len(out_port.dims) and \
-                all(a == b or -1 in (a, b) for a, b in zip(port.dims, out_port.dims)):
-            continue
-        if port.dims != out_port.dims:
-            diags.error("E-DECLARED-SHAPE", f"input {i}: declared {format_shape(port.dims)}, but the producer "
-                        f"{producer.layer.ref.describe()} declares {format_shape(out_port.dims)}",
-                        layer=node.layer.ref, line=port.line, port=i)
+        bad = _dims_match(port.dims, t.shape)
+        if bad is not None:
+            diags.error("E-DECLARED-SHAPE", f"input {i}: declared {format_shape(port.dims)}, "
+                        f"but {format_shape(t.shape)} flows in", layer=node.layer.ref, line=port.line, port=i,
+                        declared=list(port.dims), inferred=[d if isinstance(d, int) else str(d) for d in t.shape])
 
 
 def infer_node(node: Node, in_types: list[TensorType]) -> list[TensorType]:
@@ -253,7 +248,7 @@ def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], 
         node.types = types[:max(len(layer.outputs), len(types))]
         _compare_declared(node, diags)
         if not document.snippet:
-            _compare_inputs(node, nodes, diags)
+            _compare_inputs(node, in_types, nodes, diags)
 
 
 def analyze(document: IRDocument, context: LoadContext) -> Analysis:

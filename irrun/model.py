@@ -214,6 +214,7 @@ class Report:
 
     file: str
     diagnostics: list[Diagnostic]
+    unreadable: bool = False        # the file could not be read as an IR at all
 
     @property
     def errors(self):
@@ -247,6 +248,6 @@ def validate(path: str | Path) -> Report:
             weights.close()
     except IrrunError as exc:
         diag = Diagnostic("error", exc.code or "E-UNREADABLE", exc.message, exc.file or file, exc.line, exc.layer)
-        diagnostics = [diag]
+        return Report(file, [diag], unreadable=isinstance(exc, UnreadableFileError))
     diagnostics.sort(key=lambda d: (d.line or 0))
     return Report(file, diagnostics)

@@ -30,28 +30,32 @@ class Weights:
                 pass
         self._file.close()
 
-    def check(self, offset: int, size: int, etype: ElementType, shape: tuple[int, ...]) -> str | None:
-        """Why this Const cannot be read, or None."""
+    def check(self, offset: int, size: int, etype: ElementType,
+              shape: tuple[int, ...]) -> tuple[str, str] | None:
+        """(diagnostic code, reason) why this Const cannot be read, or None."""
         if offset < 0 or size < 0:
-            return f"offset {offset} and size {size} must not be negative"
+            return "E-BIN-RANGE", f"offset {offset} and size {size} must not be negative"
         if offset + size > self.size:
-            return f"offset {offset} + size {size} = {offset + size} is past the end of {self.path.name} ({self.size} bytes)"
+            return "E-BIN-RANGE", (f"offset {offset} + size {size} = {offset + size} is past the end of "
+                                   f"{self.path.name} ({self.size} bytes)")
         numel = 1
         for d in shape:
             numel *= d
         if numel > MAX_CONST_ELEMENTS:
-            return f"shape {list(shape)} has {numel} elements, beyond any real weight"
+            return "E-BIN-SIZE", f"shape {list(shape)} has {numel} elements, beyond any real weight"
+        if etype.carrier is None:
+            return "E-BIN-SIZE", f"a Const cannot hold element type {etype}"
         if etype.name == "string":
-            return None if size >= 4 else f"size {size} holds no packed string data"
+            return None if size >= 4 else ("E-BIN-SIZE", f"size {size} holds no packed string data")
         need = etype.nbytes(numel)
         if size < need:
-            return f"size {size} is smaller than the {need} bytes that shape {list(shape)} of {etype} needs"
+            return "E-BIN-SIZE", f"size {size} is smaller than the {need} bytes that shape {list(shape)} of {etype} needs"
         return None
 
     def read(self, offset: int, size: int, etype: ElementType, shape: tuple[int, ...]) -> np.ndarray:
         problem = self.check(offset, size, etype, shape)
         if problem:
-            raise ModelError(problem)
+            raise ModelError(problem[1], code=problem[0])
         numel = 1
         for d in shape:
             numel *= d

@@ -27,11 +27,11 @@ class Constant(Op):
         if not is_static(shape):
             raise ModelError(f"Const shape must be static, got {self.layer.data.get('shape')}", code="E-CONST-SHAPE")
         weights = self.context.weights
-        if weights is None:
-            raise ModelError("Const needs weights, but there is no .bin file beside the model", code="E-BIN-MISSING")
+        if weights is None:  # reported once for the model (E-BIN-MISSING); the shape is still known
+            return [TensorType(shape, etype)]
         problem = weights.check(self.attrs.offset, self.attrs.size, etype, shape)
         if problem:
-            raise ModelError(f"Const data: {problem}", code="E-BIN-RANGE")
+            raise ModelError(f"Const data: {problem[1]}", code=problem[0])
         return [TensorType(shape, etype, value=weights.read(self.attrs.offset, self.attrs.size, etype, shape))]
 
     def run(self):

@@ -1,0 +1,115 @@
+"""The Python API on the shipped sample model and on hand-made IRs."""
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import irrun
+from ovutil import assert_close, run_openvino
+from irxml import edge, layer, net, port, relu_model, write
+
+ROOT = Path(__file__).resolve().parent.parent
+DIGITS = ROOT / "models" / "digits"
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return irrun.load(DIGITS / "model.xml")
+
+
+def test_sample_model_io(digits):
+    (inp,), (out,) = digits.inputs, digits.outputs
+    assert inp.name == "image" and str(inp.element_type) == "f32" and inp.shape[1:] == (1, 8, 8)
+    assert out.name == "probabilities" and out.shape[1:] == (10,)
+    assert isinstance(digits.graph, nx.MultiDiGraph) and digits.graph.number_of_nodes() == len(digits.layers)
+
+
+def test_sample_model_matches_openvino_on_the_test_set(digits):
+    data = np.load(DIGITS / "test_set.npz")
+    images, labels = data["images"], data["labels"]
+    got = digits.infer({"image": images})["probabilities"]
+    (expected,) = run_openvino(DIGITS / "model.xml", [images])
+    assert_close(got, expected)
+    assert (got.argmax(1) == expected.argmax(1)).all()
+    assert (got.argmax(1) == labels).mean() > 0.95
+
+
+@pytest.mark.parametrize("digit", [0, 3, 7])
+def test_sample_inputs_are_classified(digits, digit):
+    x = np.load(DIGITS / f"digit{digit}.npy")
+    for call in (lambda: digits.infer(x), lambda: digits.infer([x]), lambda: digits.infer({"image": x}),
+                 lambda: digits(x)):
+        assert call()["probabilities"].argmax() == digit
+
+
+def test_inputs_by_parameter_layer_name(tmp_path):
+    xml = relu_model().replace(' names="x"', ' names="tensor_x"')
+    m = irrun.load(write(tmp_path, xml))
+    a = np.array([[-1, 0, 2]], np.float32)
+    assert (m.infer({"x": a})["y"] == m.infer({"tensor_x": a})["y"]).all()
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"nope": np.zeros((1, 3), np.float32)}, "unknown input 'nope'"),
+    ({}, "missing input"),
+    ([np.zeros((1, 3), np.float32)] * 2, "got 2 inputs"),
+    (np.zeros((1, 4), np.float32), r"expects shape \[1,3\], got \[1, 4\]"),
+    (np.zeros((3,), np.float32), "expects rank 2"),
+    (np.zeros((1, 3), np.int32), "expects f32"),
+    (np.zeros((1, 3), np.complex64), "expects f32"),
+    (np.array([["a", "b", "c"]]), "not supported"),
+])
+def test_input_errors_are_clear(tmp_path, bad, message):
+    m = irrun.load(write(tmp_path, relu_model()))
+    with pytest.raises(irrun.InputError, match=message):
+        m.infer(bad)
+
+
+def test_float64_input_is_converted_like_openvino(tmp_path):
+    m = irrun.load(write(tmp_path, relu_model()))
+    out = m.infer(np.array([[-1.0, 2.0, 3.0]]))["y"]
+    assert out.dtype == np.float32 and out.tolist() == [[0, 2, 3]]
+
+
+def test_nan_and_inf_are_computed(tmp_path):
+    m = irrun.load(write(tmp_path, relu_model()))
+    out = m.infer(np.array([[np.nan, np.inf, -np.inf]], np.float32))["y"]
+    assert np.isnan(out[0, 0]) and out[0, 1] == np.inf and out[0, 2] == 0
+
+
+def test_dynamic_input_shapes(tmp_path):
+    m = irrun.load(write(tmp_path, relu_model(shape="?,1..4", dims=(-1, -1))))
+    assert m.inputs[0].shape == (irrun.shapes.ANY, irrun.shapes.Dim(1, 4))
+    assert m.infer(np.ones((5, 2), np.float32))["y"].shape == (5, 2)
+    with pytest.raises(irrun.InputError, match="dim 1: 5 is not 1..4"):
+        m.infer(np.ones((5, 5), np.float32))
+
+
+def test_dead_layers_are_kept_in_the_graph_but_not_run(tmp_path):
+    xml = net([
+        layer(0, "x", "Parameter", data={"shape": "2", "element_type": "f32"}, outputs=[port(0, (2,), names="x")]),
+        layer(1, "relu", "ReLU", inputs=[port(0, (2,))], outputs=[port(1, (2,))]),
+        layer(2, "dead", "Sigmoid", inputs=[port(0, (2,))], outputs=[port(1, (2,))]),
+        layer(3, "out", "Result", inputs=[port(0, (2,))]),
+    ], [edge(0, 0, 1, 0), edge(0, 0, 2, 0), edge(1, 1, 3, 0)])
+    path = write(tmp_path, xml)
+    report = irrun.validate(path)
+    assert report.ok and report.codes() == ["W-DEAD-LAYER"] and report.warnings[0].layer.name == "dead"
+    m = irrun.load(path)
+    assert "2" in m.graph and all(step.node.id != "2" for step in m._plan.steps)
+
+
+def test_memory_limit_refuses_big_tensors(tmp_path):
+    m = irrun.load(write(tmp_path, relu_model(shape="?,?", dims=(-1, -1))), max_memory=1000)
+    with pytest.raises(irrun.ResourceLimitError, match="memory limit"):
+        m.infer(np.ones((100, 100), np.float32))
+
+
+def test_validate_never_raises(tmp_path):
+    for content in ["", "garbage", "<net/>", "<net version='11'></net>", "\x00\x01\x02"]:
+        path = tmp_path / "bad.xml"
+        path.write_text(content)
+        report = irrun.validate(path)
+        assert not report.ok
+    assert not irrun.validate(tmp_path / "missing.xml").ok

@@ -1,0 +1,75 @@
+"""Every element type a Const can hold: irrun's .bin decoding against OpenVINO's."""
+import numpy as np
+import openvino as ov
+import openvino.opset14 as ops
+import pytest
+
+import irrun
+from irrun import etypes
+from ovutil import assert_close
+
+CORE = ov.Core()
+
+VALUES = {
+    "f64": [1.5, -2.25, 1e300], "f32": [1.5, -2.25, 3.4e38], "f16": [1.5, -2.25, 65504],
+    "bf16": [1, -2.5, 3.14159, 1e30],
+    "i64": [-(2**62), 5, -1], "i32": [-(2**31), 7, -1], "i16": [-32768, 3, 32767], "i8": [-128, 0, 127],
+    "u64": [2**62, 5, 0], "u32": [2**32 - 1, 7, 0], "u16": [65535, 3, 0], "u8": [255, 0, 7],
+    "boolean": [True, False, True],
+    "u1": [0, 1, 1, 0, 1, 1, 1, 0, 1], "u2": [0, 1, 2, 3, 1, 0, 3, 2, 1], "u3": [0, 1, 2, 3, 4, 5, 6, 7, 1, 7],
+    "u4": [0, 1, 15, 3, 9], "u6": [63, 0, 33, 62, 5], "i4": [-1, 2, -3, 7, -8],
+    "nf4": [-1, 0.5, 0.7, 1, 0], "f8e4m3": [0.5, 448, -3.25, 0.001], "f8e5m2": [0.5, -57344, 3.5, 1e-5],
+    "f8e8m0": [1, 2, 0.25, 1024], "f4e2m1": [0, 0.5, -6, 3, 1.5],
+}
+
+
+def _reference(xml):
+    """OpenVINO reads the IR back and evaluates it (reference, no plugin)."""
+    model = CORE.read_model(str(xml))
+    out = [ov.Tensor(o.get_element_type(), o.get_shape()) for o in model.outputs]
+    assert model.evaluate(out, [])
+    return out[0].data.copy()
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_const_decoding_matches_openvino(name, tmp_path):
+    values = VALUES[name]
+    const = ov.op.Constant(getattr(ov.Type, name), ov.Shape([len(values)]), values)
+    # 64-bit values need f64 to stay exact; OpenVINO converts the small formats only to f32.
+    wide = ov.Type.f64 if name in ("f64", "i64", "u64", "i32", "u32") else ov.Type.f32
+    model = ov.Model([ops.result(ops.convert(const, wide))], [])
+    xml = tmp_path / "model.xml"
+    ov.save_model(model, str(xml), compress_to_fp16=False)
+    expected = _reference(xml)
+    got = irrun.load(xml).infer([])
+    (value,) = got.values()
+    assert_close(value, expected, rtol=0, atol=0)
+
+
+def test_packed_layouts_from_the_reference_page():
+    """Bit orders documented in ir-format.md 1.4, byte for byte."""
+    assert etypes.BY_NAME["i4"].decode(bytes.fromhex("2f7d08"), 5).tolist() == [-1, 2, -3, 7, -8]
+    assert etypes.BY_NAME["u4"].decode(bytes.fromhex("214305"), 5).tolist() == [1, 2, 3, 4, 5]
+    assert etypes.BY_NAME["u2"].decode(bytes.fromhex("e4"), 4).tolist() == [0, 1, 2, 3]
+    assert etypes.BY_NAME["u1"].decode(bytes.fromhex("b1"), 8).tolist() == [1, 0, 1, 1, 0, 0, 0, 1]
+    assert etypes.BY_NAME["u3"].decode(bytes.fromhex("1b1b0f"), 8).tolist() == list(range(8))
+    assert etypes.BY_NAME["u6"].decode(bytes.fromhex("f01ecb"), 4).tolist() == [63, 0, 33, 62]
+    assert etypes.BY_NAME["bf16"].decode(bytes.fromhex("803f"), 1).tolist() == [1.0]
+    assert np.isnan(etypes.BY_NAME["f8e4m3"].decode(bytes([0x7F]), 1)[0])
+    assert etypes.BY_NAME["f8e5m2"].decode(bytes([0x7C]), 1)[0] == np.inf
+
+
+def test_string_constant(tmp_path):
+    packed = bytes.fromhex("03000000" "00000000" "02000000" "02000000" "08000000") + "ab".encode() + "héllo".encode()
+    assert etypes.BY_NAME["string"].decode(packed, 3).tolist() == ["ab", "", "héllo"]
+    with pytest.raises(irrun.ModelError):
+        etypes.BY_NAME["string"].decode(packed[:10], 3)
+
+
+def test_precision_names():
+    assert etypes.from_precision("FP32") is etypes.f32
+    assert etypes.from_precision("f32") is etypes.f32
+    assert etypes.from_precision("BIN") is etypes.BY_NAME["u1"]
+    assert etypes.from_precision("BOOL") is etypes.boolean
+    with pytest.raises(irrun.ModelError):
+        etypes.from_precision("fp32")  # case-sensitive, as in OpenVINO

@@ -1,0 +1,54 @@
+"""The op specs: consistent with the registry, the README, and the spec-style examples."""
+import re
+from pathlib import Path
+
+import pytest
+
+import irrun
+from irrun.opdocs import ops_markdown
+from irrun.registry import registered_keys, supported
+from irrun.spec import all_specs, opset_catalogue
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "specs" / "examples").glob("*.xml"))
+
+
+def test_every_kernel_has_a_spec_and_every_spec_a_kernel():
+    assert registered_keys() == set(all_specs())
+
+
+def test_every_spec_is_a_real_openvino_op_version():
+    catalogue = opset_catalogue()
+    for type_name, version in all_specs():
+        assert version in catalogue.get(type_name, {}), f"{type_name}-{version} is not in opsets 1..16"
+
+
+def test_catalogue_has_all_pairs():
+    assert sum(len(v) for v in opset_catalogue().values()) == 241
+    assert len(opset_catalogue()) == 205
+
+
+def test_readme_op_table_is_current():
+    readme = (ROOT / "README.md").read_text()
+    table = ops_markdown()
+    assert table in readme, "README's op table is stale: paste `irrun ops --format markdown` into it"
+
+
+def _expected_codes(path: Path) -> list[str]:
+    m = re.search(r"<!--\s*expect:\s*([^>]*?)\s*-->", path.read_text())
+    assert m, f"{path.name} has no <!-- expect: ... --> verdict"
+    text = m.group(1).strip()
+    return [] if text == "clean" else sorted(c.strip() for c in text.split(","))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_spec_examples_give_their_verdict(path):
+    report = irrun.validate(path)
+    assert sorted(report.codes()) == _expected_codes(path), "\n".join(d.format() for d in report)
+
+
+def test_there_are_spec_examples():
+    names = {p.name for p in EXAMPLES}
+    assert {f"avgpool1-example{i}.xml" for i in range(1, 6)} <= names
+    assert any(n.startswith("adaptiveavgpool8") for n in names)
+    assert any(n.startswith("groupconvbackprop1") for n in names)
