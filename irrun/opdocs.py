@@ -33,3 +33,21 @@ def ops_markdown() -> str:
     rows.append("")
     rows.append(f"{count} operation versions ({len(types)} types).")
     return "\n".join(rows)
+
+
+def update_readme(path: str) -> None:
+    """Rewrite the table between `<!-- ops:start -->` and `<!-- ops:end -->`."""
+    import re
+    from pathlib import Path
+
+    readme = Path(path)
+    text = readme.read_text(encoding="utf-8")
+    block = "<!-- ops:start -->\n" + ops_markdown() + "\n<!-- ops:end -->"
+    readme.write_text(re.sub(r"<!-- ops:start -->.*?<!-- ops:end -->", lambda _: block, text, flags=re.S),
+                      encoding="utf-8")
+
+
+if __name__ == "__main__":  # python -m irrun.opdocs README.md
+    import sys
+
+    update_readme(sys.argv[1] if len(sys.argv) > 1 else "README.md")
