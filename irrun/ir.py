@@ -325,6 +325,10 @@ def parse_document(path: str | Path) -> IRDocument:
     file = str(path)
     if not data.strip():
         raise UnreadableFileError("file is empty", file=file)
+    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+        # Refused before parsing: no entity is ever declared, let alone expanded.
+        raise UnreadableFileError("has a <!DOCTYPE> or <!ENTITY> declaration; IR files have none and irrun "
+                                  "does not process DTDs or entities", file=file, line=1, code="E-XML-DTD")
     try:
         root = etree.fromstring(data, _safe_parser())
     except etree.XMLSyntaxError as exc:
@@ -336,9 +340,6 @@ def parse_document(path: str | Path) -> IRDocument:
         raise UnreadableFileError(f"not well-formed XML: {exc}", file=file, code="E-XML-SYNTAX") from None
     if root is None:
         raise UnreadableFileError("not well-formed XML: no root element", file=file, code="E-XML-SYNTAX")
-    if root.getroottree().docinfo.doctype:
-        raise UnreadableFileError("has a <!DOCTYPE> declaration; IR files have none and irrun does not "
-                                  "process DTDs or entities", file=file, line=1, code="E-XML-DTD")
     diags = Diagnostics(file)
     reader = _Reader(diags)
     if root.tag == "layer":

@@ -26,8 +26,10 @@ def run_openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 def evaluate_reference(model: ov.Model, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """OpenVINO's reference evaluation (no plugin): for ops where the CPU plugin has bugs."""
-    in_tensors = [ov.Tensor(np.ascontiguousarray(a)) for a in inputs]
-    out_tensors = [ov.Tensor(o.get_element_type(), o.get_shape()) for o in model.outputs]
+    # np.require keeps 0-d arrays 0-d (np.ascontiguousarray makes them shape (1,)).
+    in_tensors = [ov.Tensor(np.require(a, requirements="C")) for a in inputs]
+    # evaluate() resizes each output, so outputs with dynamic shapes work too.
+    out_tensors = [ov.Tensor(o.get_element_type(), ov.Shape([])) for o in model.outputs]
     assert model.evaluate(out_tensors, in_tensors)
     return [t.data.copy() for t in out_tensors]
 
