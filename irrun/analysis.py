@@ -144,7 +144,7 @@ def check_structure(document: IRDocument, nodes: dict[str, Node], diags: Diagnos
 def declared_type(port) -> TensorType:
     """The type a port's XML declares (snippet inputs)."""
     shape = tuple(ANY if d == -1 else d for d in port.dims)
-    return TensorType(shape, port.etype or etypes.f32)
+    return TensorType(shape, port.etype or etypes.dynamic)
 
 
 def _dims_match(declared: tuple[int, ...], inferred) -> int | None:

@@ -1,2 +1,344 @@
-"""convolution ops."""
+"""Convolution, GroupConvolution and their transposed forms (the *BackpropData ops).
+
+The four ops share one shape function and two kernels.  They differ only in
+where the filter keeps its groups and channels:
+
+    Convolution                   [C_out, C_in, k...]
+    GroupConvolution              [G, C_out, C_in, k...]
+    ConvolutionBackpropData       [C_in, C_out, k...]
+    GroupConvolutionBackpropData  [G, C_in, C_out, k...]
+
+with data [N, G*C_in, spatial...] and output [N, G*C_out, spatial...].
+
+Kernels (BLAS through `matmul`, Python loops only over kernel taps):
+  forward     im2col: a strided view of the padded input, copied once, then one
+              batched matmul [G, C_out, C_in*K] @ [N, G, C_in*K, O].  A 1x1
+              kernel needs no im2col; depthwise (C_in = 1) accumulates over taps.
+  transposed  one matmul gives every tap's contribution [N, G, C_out*K, I],
+              then a strided add per tap scatters it into the output (col2im).
+
+Arithmetic of output sizes and pads: `irrun.ops.window`.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .. import etypes
+from ..errors import ShapeError
+from ..registry import Op, TensorType, register
+from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
+from .window import (SAME, effective_kernel, resolve_pads, transposed_axis_output, transposed_output_dims,
+                     transposed_pads, window_output_dims)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The window attributes with OpenVINO's fill-ins for missing ones."""
+
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    output_padding: tuple[int, ...]
+    auto_pad: str
+
+
+# ---------------------------------------------------------------- numerics
+
+def _compute_dtype(dtype: np.dtype) -> type:
+    if dtype == np.float64:
+        return np.float64
+    if dtype.kind == "f":
+        return np.float32                  # f16 (and bf16's f32 carrier): accumulate in f32
+    return np.float64                      # integers: exact sums, rounded as OpenVINO does below
+
+
+_F32_BELOW_2_31 = float(np.nextafter(np.float32(2 ** 31), np.float32(0)))
+
+
+def _to_output(acc: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The accumulator as the op's output type.
+
+    Integer convolution has no reference implementation in OpenVINO; its CPU
+    plugin accumulates in f32, then saturates to i8/u8, wraps to i16/u16, and
+    clamps every 32- and 64-bit type to the int32 range (in f32, so the top is
+    2**31 - 128).
+    """
+    if dtype.kind == "f":
+        return acc.astype(dtype, copy=False)
+    acc = acc.astype(np.float32).astype(np.float64)
+    if dtype.itemsize == 1:
+        info = np.iinfo(dtype)
+        return np.clip(acc, info.min, info.max).astype(dtype)
+    if dtype.itemsize == 2:
+        return acc.astype(np.int64).astype(dtype)
+    return np.clip(acc, -2.0 ** 31, _F32_BELOW_2_31).astype(np.int64).astype(dtype)
+
+
+# ---------------------------------------------------------------- kernels
+
+# Largest im2col / per-tap contribution buffer (elements) built at once; bigger
+# batches are processed in slices so memory stays near the output's own size.
+BUFFER_ELEMENTS = 1 << 25
+
+
+def _in_batch_slices(fn, x: np.ndarray, per_sample: int) -> np.ndarray:
+    step = max(1, BUFFER_ELEMENTS // max(per_sample, 1))
+    if step >= x.shape[0]:
+        return fn(x)
+    return np.concatenate([fn(x[i:i + step]) for i in range(0, x.shape[0], step)])
+
+
+def _tap_slices(tap, dilations, strides, counts) -> tuple[slice, ...]:
+    """Positions of one kernel tap across `counts` windows, per spatial axis."""
+    return tuple(slice(t * d, t * d + (c - 1) * s + 1, s) for t, d, s, c in zip(tap, dilations, strides, counts))
+
+
+def _depthwise(x, w, geo: Geometry, counts) -> np.ndarray:
+    """One input channel per group: accumulate tap by tap, no im2col copy."""
+    groups, og, _, *kernel = w.shape
+    out = np.zeros((x.shape[0], groups, og, *counts), x.dtype)
+    for tap in np.ndindex(*kernel):
+        patch = x[(slice(None), slice(None)) + _tap_slices(tap, geo.dilations, geo.strides, counts)]
+        weight = w[(slice(None), slice(None), 0) + tap].reshape(1, groups, og, *([1] * len(counts)))
+        out += patch[:, :, None] * weight
+    return out
+
+
+def _pointwise(x, w, geo: Geometry) -> np.ndarray:
+    """1x1 kernel: the (strided) input is already the im2col matrix."""
+    groups, og, cg = w.shape[:3]
+    strided = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in geo.strides)]
+    return w.reshape(groups, og, cg) @ strided.reshape(x.shape[0], groups, cg, -1)
+
+
+def _im2col(x, w, geo: Geometry, counts) -> np.ndarray:
+    groups, og, cg, *kernel = w.shape
+    rank = len(kernel)
+    spans = [effective_kernel(k, d) for k, d in zip(kernel, geo.dilations)]
+    axes = tuple(range(2, 2 + rank))
+    rows = cg * prod(kernel)
+
+    def columns_times_filter(xs):
+        view = sliding_window_view(xs, spans, axis=axes)            # [N, C, O_full..., span...]
+        view = view[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in geo.strides)
+                    + tuple(slice(None, None, d) for d in geo.dilations)]
+        taps_first = (0, 1) + tuple(range(2 + rank, 2 + 2 * rank)) + axes
+        cols = view.transpose(taps_first).reshape(xs.shape[0], groups, rows, prod(counts))  # the copy
+        return w.reshape(groups, og, rows) @ cols
+
+    return _in_batch_slices(columns_times_filter, x, groups * rows * prod(counts))
+
+
+def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
+    """x [N, G*Cg, S...], w [G, Og, Cg, K...] -> [N, G*Og, O...]."""
+    groups, og, cg, *kernel = w.shape
+    pb, pe = resolve_pads(x.shape[2:], kernel, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
+                          geo.auto_pad)
+    out_dtype, ct = x.dtype, _compute_dtype(x.dtype)
+    x, w = x.astype(ct, copy=False), w.astype(ct, copy=False)
+    if any(pb) or any(pe):
+        x = np.pad(x, [(0, 0), (0, 0)] + list(zip(pb, pe)))
+    counts = [(size - effective_kernel(k, d)) // s + 1
+              for size, k, d, s in zip(x.shape[2:], kernel, geo.dilations, geo.strides)]
+    if cg == 1:
+        out = _depthwise(x, w, geo, counts)
+    elif all(k == 1 for k in kernel):
+        out = _pointwise(x, w, geo)
+    else:
+        out = _im2col(x, w, geo, counts)
+    return _to_output(out.reshape(x.shape[0], groups * og, *counts), out_dtype)
+
+
+def _scatter_taps(x, w, geo: Geometry, pads_begin, output_spatial) -> np.ndarray:
+    """One matmul for every tap's contribution, then a strided add per tap (col2im)."""
+    groups, cg, og, *kernel = w.shape
+    n, spatial = x.shape[0], x.shape[2:]
+    per_tap = w.reshape(groups, cg, og * prod(kernel)).transpose(0, 2, 1)
+    contrib = (per_tap @ x.reshape(n, groups, cg, -1)).reshape(n, groups, og, *kernel, *spatial)
+    out = np.zeros((n, groups, og, *output_spatial), x.dtype)
+    everything = (slice(None),) * 3
+    for tap in np.ndindex(*kernel):
+        # Input element i lands on output position i * s + t * d - pads_begin.
+        src, dst = [], []
+        for t, size, out_size, s, d, begin in zip(tap, spatial, output_spatial, geo.strides, geo.dilations,
+                                                   pads_begin):
+            shift = t * d - begin
+            first = max(0, -(shift // s))                 # ceil(-shift / s)
+            last = min(size - 1, (out_size - 1 - shift) // s)
+            if last < first:
+                break
+            src.append(slice(first, last + 1))
+            dst.append(slice(first * s + shift, last * s + shift + 1, s))
+        else:
+            out[everything + tuple(dst)] += contrib[everything + tap + tuple(src)]
+    return out
+
+
+def conv_transposed(x: np.ndarray, w: np.ndarray, geo: Geometry, output_spatial=None) -> np.ndarray:
+    """x [N, G*Cg, I...], w [G, Cg, Og, K...] -> [N, G*Og, O...]."""
+    groups, cg, og, *kernel = w.shape
+    spatial = x.shape[2:]
+    pb, pe = transposed_pads(spatial, kernel, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
+                             geo.output_padding, geo.auto_pad, output_spatial)
+    if output_spatial is None:
+        output_spatial = [transposed_axis_output(*args) for args in
+                          zip(spatial, kernel, geo.strides, geo.dilations, pb, pe, geo.output_padding)]
+    out_dtype, ct = x.dtype, _compute_dtype(x.dtype)
+    x, w = x.astype(ct, copy=False), w.astype(ct, copy=False)
+    out = _in_batch_slices(lambda xs: _scatter_taps(xs, w, geo, pb, output_spatial), x,
+                           groups * og * prod(kernel) * prod(spatial))
+    return _to_output(out.reshape(x.shape[0], groups * og, *output_spatial), out_dtype)
+
+
+# ---------------------------------------------------------------- the ops
+
+def _element_type(data: TensorType, filt: TensorType):
+    known = [t.etype for t in (data, filt) if t.etype is not etypes.dynamic]
+    if len(known) == 2 and known[0] is not known[1]:
+        raise ShapeError(f"data is {data.etype} but filter is {filt.etype}: their element types must match")
+    etype = known[0] if known else etypes.dynamic
+    if etype is not etypes.dynamic and not (etype.is_float or etype.is_integral):
+        raise ShapeError(f"element type {etype} is not numeric")
+    return etype
+
+
+class _ConvolutionFamily(Op):
+    grouped: bool = False       # filter has a leading groups axis
+    transposed: bool = False    # filter is [.., C_in, C_out, ..] and the op scatters
+
+    # -- attributes
+
+    def geometry(self, rank: int) -> Geometry:
+        a = self.attrs
+        ones, zeros = (1,) * rank, (0,) * rank
+        return Geometry(a.strides or ones, a.dilations or ones, a.pads_begin or zeros, a.pads_end or zeros,
+                        a.get("output_padding") or zeros, a.auto_pad)
+
+    # -- shapes
+
+    def spatial_rank(self, inputs):
+        rank = super().spatial_rank(inputs)
+        if rank is None and len(inputs) > 1 and inputs[1].rank is not None:
+            rank = inputs[1].rank - 2 - (1 if self.grouped else 0)
+        return rank
+
+    def layout(self, fshape: tuple) -> tuple[DimLike, DimLike, DimLike, tuple]:
+        """(groups, C_in per group, C_out per group, kernel) of a filter shape."""
+        groups, rest = (fshape[0], fshape[1:]) if self.grouped else (1, fshape)
+        first, second, kernel = rest[0], rest[1], tuple(rest[2:])
+        c_in, c_out = (first, second) if self.transposed else (second, first)
+        return groups, c_in, c_out, kernel
+
+    def describe_filter(self) -> str:
+        channels = "C_in, C_out" if self.transposed else "C_out, C_in"
+        return f"[{'G, ' if self.grouped else ''}{channels}, k...]"
+
+    def check_channels(self, data_shape: tuple, filter_shape: tuple) -> None:
+        groups, c_in, _, _ = self.layout(filter_shape)
+        channels, expected = data_shape[1], dim_mul(groups, c_in)
+        if not dims_compatible(channels, expected):
+            why = f" (groups={groups} x {c_in})" if self.grouped else ""
+            raise ShapeError(f"data {format_shape(data_shape)} has {channels} channels, filter "
+                             f"{format_shape(filter_shape)} expects {expected}{why}")
+
+    def infer(self, inputs):
+        data, filt = inputs[0], inputs[1]
+        etype = _element_type(data, filt)
+        extra = 1 if self.grouped else 0
+        rank = data.rank if data.rank is not None else None if filt.rank is None else filt.rank - extra
+        if rank is None:
+            return [TensorType(None, etype)]
+        if rank not in (3, 4, 5):
+            raise ShapeError(f"data must have rank 3, 4 or 5 (1-D, 2-D or 3-D), got {format_shape(data.shape)}")
+        if filt.rank is not None and filt.rank != rank + extra:
+            raise ShapeError(f"filter {format_shape(filt.shape)} must have rank {rank + extra} "
+                             f"{self.describe_filter()} for data {format_shape(data.shape)}")
+        dshape = data.shape if data.shape is not None else (ANY,) * rank
+        fshape = filt.shape if filt.shape is not None else (ANY,) * (rank + extra)
+        self.check_channels(dshape, fshape)
+        groups, _, c_out, kernel = self.layout(fshape)
+        geo = self.geometry(rank - 2)
+        if self.transposed:
+            spatial, notes = self.transposed_spatial(dshape[2:], kernel, geo, inputs[2] if len(inputs) > 2 else None)
+        else:
+            spatial, notes = self.forward_spatial(dshape[2:], kernel, geo)
+        return [TensorType((dshape[0], dim_mul(groups, c_out), *spatial), etype, notes=notes)]
+
+    @staticmethod
+    def forward_spatial(spatial, kernel, geo: Geometry):
+        # A dynamic kernel size leaves the output dynamic unless same_* ignores it.
+        known = [k if isinstance(k, int) else 1 for k in kernel]
+        dims, notes = window_output_dims(spatial, known, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
+                                         geo.auto_pad)
+        if geo.auto_pad not in SAME:
+            for i, k in enumerate(kernel):
+                if not isinstance(k, int):
+                    dims[i] = ANY
+                    notes.pop(2 + i, None)
+        return dims, notes
+
+    @staticmethod
+    def transposed_spatial(spatial, kernel, geo: Geometry, output_shape: TensorType | None):
+        n = len(spatial)
+        if output_shape is None:
+            known = [k if isinstance(k, int) else 1 for k in kernel]
+            dims, notes = transposed_output_dims(spatial, known, geo.strides, geo.dilations, geo.pads_begin,
+                                                 geo.pads_end, geo.output_padding, geo.auto_pad)
+            for i, k in enumerate(kernel):
+                if not isinstance(k, int):
+                    dims[i] = ANY
+                    notes.pop(2 + i, None)
+            return dims, notes
+        if output_shape.rank not in (None, 1):
+            raise ShapeError(f"output_shape must be 1-D, got {format_shape(output_shape.shape)}")
+        if output_shape.etype is not etypes.dynamic and not output_shape.etype.is_integral:
+            raise ShapeError(f"output_shape must be an integer tensor, got {output_shape.etype}")
+        count = output_shape.shape[0] if output_shape.rank == 1 else None
+        if output_shape.value is not None:
+            count = int(output_shape.value.size)
+        if isinstance(count, int) and count != n:
+            raise ShapeError(f"output_shape has {count} values for {n} spatial dimension{'s' if n != 1 else ''}")
+        if output_shape.value is None:
+            return [ANY] * n, {}
+        dims = [int(v) for v in output_shape.value.reshape(-1)]
+        if any(d < 0 for d in dims):
+            raise ShapeError(f"output_shape {dims} has a negative value")
+        return dims, {2 + i: "given by the output_shape input" for i in range(n)}
+
+    # -- kernel
+
+    def run(self, x, w, output_shape=None):
+        self.check_channels(x.shape, w.shape)
+        geo = self.geometry(x.ndim - 2)
+        if not self.grouped:
+            w = w[None]
+        if self.transposed:
+            spatial = None if output_shape is None else [int(v) for v in np.asarray(output_shape).reshape(-1)]
+            return conv_transposed(x, w, geo, spatial)
+        return conv_forward(x, w, geo)
+
+
+@register("Convolution", 1)
+class Convolution(_ConvolutionFamily):
+    pass
+
+
+@register("GroupConvolution", 1)
+class GroupConvolution(_ConvolutionFamily):
+    grouped = True
+
+
+@register("ConvolutionBackpropData", 1)
+class ConvolutionBackpropData(_ConvolutionFamily):
+    transposed = True
+
+
+@register("GroupConvolutionBackpropData", 1)
+class GroupConvolutionBackpropData(_ConvolutionFamily):
+    grouped = True
+    transposed = True

@@ -77,10 +77,82 @@ def window_output_dims(spatial: Sequence[DimLike], kernel, strides, dilations, p
         if isinstance(x, int) and x + pb + pe < dk:
             raise ShapeError(f"{what} after dilation ({dk}) is larger than spatial dim {axis} after padding "
                              f"({x} + {pb} + {pe} = {x + pb + pe})")
-        dims.append(dim_map(lambda v, k=k, s=s, d=d, pb=pb, pe=pe: max(axis_output(v, k, s, d, pb, pe, rounding), 0), x))
+        # Every window position that exists yields an output, so a dynamic dim
+        # gives at least one (OpenVINO's lower bound too).
+        dims.append(dim_map(lambda v, k=k, s=s, d=d, pb=pb, pe=pe: max(axis_output(v, k, s, d, pb, pe, rounding), 1), x))
         op = "floor" if rounding == "floor" else "ceil"
         fix = " (minus 1 if the last window starts in the padding)" if rounding == "ceil_torch" else ""
         dil = f"({k} - 1) * {d} + 1" if d != 1 else f"{k}"
         notes[axis] = f"{op}(({x} + {pb} + {pe} - {dil}) / {s}) + 1{fix}" + \
             (" with auto_pad=valid" if auto_pad == "valid" else "")
+    return dims, notes
+
+
+# ---------------------------------------------------------------- transposed convolution
+# ConvolutionBackpropData and GroupConvolutionBackpropData scatter every input
+# element over a dilated kernel footprint.  Along one axis the scattered values
+# span `(x - 1) * s + dk` positions; the pads crop that span and output_padding
+# extends it at the end:
+#
+#     out = (x - 1) * s + dk - pb - pe + output_padding
+#
+# Output element o is span position o + pb (positions past the span are 0).
+# Without an output_shape input, auto_pad same_upper/same_lower/valid all mean
+# pads 0 (OpenVINO 2026.4.1).  With one, the output size is given and the pads
+# follow from it:
+#
+#     total = max(0, (x - 1) * s + dk - out + output_padding)
+#     same_upper: pb = total - total // 2  (the odd unit at the beginning)
+#     same_lower: pb = total // 2          (the odd unit at the end)
+#     explicit:   pb, pe as given;  valid: 0, 0
+
+def transposed_axis_output(x: int, k: int, s: int, d: int, pb: int, pe: int, output_padding: int) -> int:
+    return (x - 1) * s + effective_kernel(k, d) - pb - pe + output_padding
+
+
+def transposed_pads(spatial: Sequence[int], kernel, strides, dilations, pads_begin, pads_end, output_padding,
+                    auto_pad: str, output_spatial: Sequence[int] | None = None) -> tuple[list[int], list[int]]:
+    """Actual pads of a transposed convolution for static sizes, after auto_pad."""
+    n = len(spatial)
+    if output_spatial is None:
+        if auto_pad == "explicit":
+            return list(pads_begin), list(pads_end)
+        return [0] * n, [0] * n
+    if auto_pad == "explicit":
+        return list(pads_begin), list(pads_end)
+    if auto_pad == "valid":
+        return [0] * n, [0] * n
+    begins, ends = [], []
+    for x, k, s, d, op, out in zip(spatial, kernel, strides, dilations, output_padding, output_spatial):
+        total = max(0, transposed_axis_output(x, k, s, d, 0, 0, op) - out)
+        small, large = total // 2, total - total // 2
+        begin, end = (large, small) if auto_pad == "same_upper" else (small, large)
+        begins.append(begin)
+        ends.append(end)
+    return begins, ends
+
+
+def transposed_output_dims(spatial: Sequence[DimLike], kernel, strides, dilations, pads_begin, pads_end,
+                           output_padding, auto_pad: str, first_axis: int = 2) -> tuple[list[DimLike], dict[int, str]]:
+    """Output spatial dims of a transposed convolution without an output_shape input, with notes."""
+    if 0 in strides:
+        raise ShapeError(f"strides {list(strides)} has a zero value")
+    if 0 in dilations:
+        raise ShapeError(f"dilations {list(dilations)} has a zero value")
+    explicit = auto_pad == "explicit"
+    dims, notes = [], {}
+    for i, (x, k, s, d, op) in enumerate(zip(spatial, kernel, strides, dilations, output_padding)):
+        pb, pe = (pads_begin[i], pads_end[i]) if explicit else (0, 0)
+        axis = first_axis + i
+        largest = x if isinstance(x, int) else x.hi
+        if largest is not None and transposed_axis_output(largest, k, s, d, pb, pe, op) < 0:
+            raise ShapeError(f"output spatial dim {axis} would be negative: ({largest} - 1) * {s} + "
+                             f"{effective_kernel(k, d)} - {pb} - {pe} + {op} = "
+                             f"{transposed_axis_output(largest, k, s, d, pb, pe, op)}")
+        # A dynamic input axis has at least one element (as OpenVINO's interval arithmetic assumes).
+        dims.append(dim_map(lambda v, k=k, s=s, d=d, pb=pb, pe=pe, op=op:
+                            max(transposed_axis_output(max(v, 1), k, s, d, pb, pe, op), 0), x))
+        dil = f"({k} - 1) * {d} + 1" if d != 1 else f"{k}"
+        notes[axis] = f"({x} - 1) * {s} + {dil} - {pb} - {pe} + {op}" + \
+            ("" if explicit else f" (pads are 0 with auto_pad={auto_pad} and no output_shape input)")
     return dims, notes

@@ -1,0 +1,437 @@
+"""Convolution, GroupConvolution, ConvolutionBackpropData, GroupConvolutionBackpropData against OpenVINO."""
+import re
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as ops
+import pytest
+
+from irxml import edge, layer, net, port, write
+from ovutil import assert_close, compare, run_openvino, save
+import irrun
+from irrun.errors import ModelError
+from irrun.ops import convolution
+from irrun.shapes import format_shape
+
+AUTO_PADS = ["explicit", "same_upper", "same_lower", "valid"]
+F16 = dict(rtol=1e-3, atol=1e-3)
+
+
+def rand(*shape, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def ints(*shape, dtype, lo=-5, hi=5, seed=0):
+    return np.random.default_rng(seed).integers(lo, hi, shape, endpoint=True).astype(dtype)
+
+
+def model_of(node, *params):
+    return ov.Model([ops.result(node)], list(params))
+
+
+def conv(x, w, strides, pads_begin, pads_end, dilations, auto_pad="explicit"):
+    return ops.convolution(x, w, strides, pads_begin, pads_end, dilations, auto_pad)
+
+
+def group_conv(x, w, strides, pads_begin, pads_end, dilations, auto_pad="explicit"):
+    return ops.group_convolution(x, w, strides, pads_begin, pads_end, dilations, auto_pad)
+
+
+def backprop(x, w, strides, pads_begin, pads_end, dilations, auto_pad="explicit", output_padding=None,
+             output_shape=None):
+    output_padding = output_padding or [0] * len(strides)
+    return ops.convolution_backprop_data(x, w, strides, output_shape, pads_begin, pads_end, dilations, auto_pad,
+                                         output_padding)
+
+
+def group_backprop(x, w, strides, pads_begin, pads_end, dilations, auto_pad="explicit", output_padding=None,
+                   output_shape=None):
+    output_padding = output_padding or [0] * len(strides)
+    return ops.group_convolution_backprop_data(x, w, strides, output_shape, pads_begin, pads_end, dilations,
+                                               auto_pad, output_padding)
+
+
+# Per spatial rank: data spatial size, kernel, strides, pads_begin, pads_end, dilations (asymmetric on purpose).
+GEOMETRY = {
+    1: ([11], [3], [2], [1], [2], [2]),
+    2: ([9, 8], [3, 2], [2, 1], [1, 0], [2, 1], [1, 2]),
+    3: ([5, 6, 4], [2, 3, 2], [1, 2, 2], [0, 1, 1], [1, 0, 1], [2, 1, 1]),
+}
+
+
+# ---------------------------------------------------------------- Convolution-1
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("auto_pad", AUTO_PADS)
+def test_convolution(rank, auto_pad, tmp_path):
+    spatial, kernel, strides, pb, pe, dil = GEOMETRY[rank]
+    x = ops.parameter([2, 3, *spatial], np.float32, name="x")
+    w = ops.constant(rand(4, 3, *kernel, seed=1))
+    compare(model_of(conv(x, w, strides, pb, pe, dil, auto_pad), x), [rand(2, 3, *spatial)], tmp_path)
+
+
+@pytest.mark.parametrize("strides, pads", [([1, 1], [0, 0]), ([2, 3], [0, 0]), ([1, 2], [1, 2])])
+def test_convolution_1x1(strides, pads, tmp_path):
+    x = ops.parameter([2, 8, 7, 9], np.float32, name="x")
+    w = ops.constant(rand(5, 8, 1, 1, seed=1))
+    compare(model_of(conv(x, w, strides, pads, pads[::-1], [1, 1]), x), [rand(2, 8, 7, 9)], tmp_path)
+
+
+def test_convolution_single_input_channel(tmp_path):
+    # C_in = 1 takes the per-tap (depthwise) path with many output channels.
+    x = ops.parameter([2, 1, 10, 10], np.float32, name="x")
+    w = ops.constant(rand(16, 1, 3, 3, seed=1))
+    compare(model_of(conv(x, w, [1, 2], [1, 1], [1, 0], [2, 1]), x), [rand(2, 1, 10, 10)], tmp_path)
+
+
+def test_convolution_realistic_size(tmp_path):
+    x = ops.parameter([1, 32, 56, 56], np.float32, name="x")
+    w = ops.constant(rand(64, 32, 3, 3, seed=1) * 0.1)
+    compare(model_of(conv(x, w, [1, 1], [1, 1], [1, 1], [1, 1]), x), [rand(1, 32, 56, 56)], tmp_path)
+
+
+def test_convolution_hand_checked(tmp_path):
+    # Cross-correlation, not convolution: [1,2,3,4,5] * [1,0,-1] = [1-3, 2-4, 3-5].
+    x = ops.parameter([1, 1, 5], np.float32, name="x")
+    w = ops.constant(np.array([[[1, 0, -1]]], np.float32))
+    xml = save(model_of(conv(x, w, [1], [0], [0], [1]), x), tmp_path)
+    (got,) = irrun.load(xml).infer([np.arange(1, 6, dtype=np.float32).reshape(1, 1, 5)]).values()
+    np.testing.assert_array_equal(got, [[[-2, -2, -2]]])
+
+
+# ---------------------------------------------------------------- GroupConvolution-1
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("auto_pad", AUTO_PADS)
+@pytest.mark.parametrize("groups, c_out, c_in", [(2, 3, 2), (4, 1, 1), (4, 2, 1)], ids=["grouped", "depthwise", "depthwise-x2"])
+def test_group_convolution(rank, auto_pad, groups, c_out, c_in, tmp_path):
+    spatial, kernel, strides, pb, pe, dil = GEOMETRY[rank]
+    x = ops.parameter([2, groups * c_in, *spatial], np.float32, name="x")
+    w = ops.constant(rand(groups, c_out, c_in, *kernel, seed=1))
+    compare(model_of(group_conv(x, w, strides, pb, pe, dil, auto_pad), x), [rand(2, groups * c_in, *spatial)],
+            tmp_path)
+
+
+def test_group_convolution_1x1(tmp_path):
+    x = ops.parameter([1, 6, 5, 5], np.float32, name="x")
+    w = ops.constant(rand(3, 4, 2, 1, 1, seed=1))
+    compare(model_of(group_conv(x, w, [1, 1], [0, 0], [0, 0], [1, 1]), x), [rand(1, 6, 5, 5)], tmp_path)
+
+
+# ---------------------------------------------------------------- ConvolutionBackpropData-1
+
+# Output sizes for the 2-D geometry ([9, 8] input, kernel [3, 2], strides [2, 1], dilations [1, 2]):
+# the natural span is [19, 10]; smaller crops, equal, and larger (zero-filled) outputs.
+OUTPUT_SHAPES = [None, [16, 9], [19, 10], [21, 12]]
+
+
+@pytest.mark.parametrize("output_shape", OUTPUT_SHAPES, ids=lambda s: "no-output-shape" if s is None else str(s))
+@pytest.mark.parametrize("output_padding", [[0, 0], [1, 0]], ids=["op0", "op1"])
+@pytest.mark.parametrize("auto_pad", AUTO_PADS)
+def test_backprop(auto_pad, output_padding, output_shape, tmp_path):
+    spatial, kernel, strides, pb, pe, dil = GEOMETRY[2]
+    x = ops.parameter([2, 3, *spatial], np.float32, name="x")
+    w = ops.constant(rand(3, 4, *kernel, seed=1))
+    shape = None if output_shape is None else ops.constant(np.array(output_shape, np.int64))
+    node = backprop(x, w, strides, pb, pe, dil, auto_pad, output_padding, shape)
+    compare(model_of(node, x), [rand(2, 3, *spatial)], tmp_path)
+
+
+@pytest.mark.parametrize("rank", [1, 3])
+@pytest.mark.parametrize("auto_pad", AUTO_PADS)
+def test_backprop_1d_3d(rank, auto_pad, tmp_path):
+    spatial, kernel, strides, pb, pe, dil = GEOMETRY[rank]
+    x = ops.parameter([1, 2, *spatial], np.float32, name="x")
+    w = ops.constant(rand(2, 3, *kernel, seed=1))
+    node = backprop(x, w, strides, pb, pe, dil, auto_pad, [1] * rank)
+    compare(model_of(node, x), [rand(1, 2, *spatial)], tmp_path)
+
+
+@pytest.mark.parametrize("auto_pad", ["same_upper", "same_lower"])
+def test_backprop_odd_total_padding(auto_pad, tmp_path):
+    # total crop 19 - 16 = 3 and 10 - 5 = 5: same_upper crops the odd unit at the beginning.
+    x = ops.parameter([1, 2, 9, 8], np.float32, name="x")
+    w = ops.constant(rand(2, 2, 3, 2, seed=1))
+    node = backprop(x, w, [2, 1], [0, 0], [0, 0], [1, 2], auto_pad, output_shape=ops.constant(np.array([16, 5], np.int32)))
+    compare(model_of(node, x), [rand(1, 2, 9, 8)], tmp_path)
+
+
+def test_backprop_output_shape_from_parameter(tmp_path):
+    # Neither the CPU plugin nor OpenVINO's evaluate runs a non-constant output_shape;
+    # the same model with that shape as a Const is the oracle.
+    data, target = rand(1, 2, 4, 5), np.array([8, 10], np.int64)
+    w = ops.constant(rand(2, 3, 3, 3, seed=1))
+    x = ops.parameter([1, 2, 4, 5], np.float32, name="x")
+    shape = ops.parameter([2], np.int64, name="shape")
+    fed = save(model_of(backprop(x, w, [2, 2], [0, 0], [0, 0], [1, 1], "same_upper", output_shape=shape), x, shape),
+               tmp_path / "fed.xml")
+    x = ops.parameter([1, 2, 4, 5], np.float32, name="x")
+    fixed = save(model_of(backprop(x, w, [2, 2], [0, 0], [0, 0], [1, 1], "same_upper",
+                                   output_shape=ops.constant(target)), x), tmp_path / "fixed.xml")
+    assert irrun.validate(fed).ok
+    (got,) = irrun.load(fed).infer([data, target]).values()
+    assert_close(got, run_openvino(fixed, [data])[0])
+
+
+def test_backprop_spec_example_2(tmp_path):
+    # ConvolutionBackpropData-1 spec, example 2: 2x2 input, k3, s3, output_padding 2 -> 8x8.
+    x = ops.parameter([1, 20, 2, 2], np.float32, name="x")
+    w = ops.constant(rand(20, 10, 3, 3, seed=1))
+    node = backprop(x, w, [3, 3], [0, 0], [0, 0], [1, 1], "explicit", [2, 2])
+    got = compare(model_of(node, x), [rand(1, 20, 2, 2)], tmp_path)
+    assert next(iter(got.values())).shape == (1, 10, 8, 8)
+
+
+def test_backprop_hand_checked(tmp_path):
+    # Stride 2 scatters [1, 2] over a [1, 1, 1] kernel: positions 0..2 and 2..4.
+    x = ops.parameter([1, 1, 2], np.float32, name="x")
+    w = ops.constant(np.ones((1, 1, 3), np.float32))
+    xml = save(model_of(backprop(x, w, [2], [0], [0], [1]), x), tmp_path)
+    (got,) = irrun.load(xml).infer([np.array([[[1, 2]]], np.float32)]).values()
+    np.testing.assert_array_equal(got, [[[1, 1, 3, 2, 2]]])
+
+
+# ---------------------------------------------------------------- GroupConvolutionBackpropData-1
+
+@pytest.mark.parametrize("output_shape", [None, [16, 9], [21, 12]], ids=lambda s: "no-output-shape" if s is None else str(s))
+@pytest.mark.parametrize("auto_pad", AUTO_PADS)
+@pytest.mark.parametrize("groups, c_in, c_out", [(2, 2, 3), (4, 1, 1)], ids=["grouped", "depthwise"])
+def test_group_backprop(groups, c_in, c_out, auto_pad, output_shape, tmp_path):
+    spatial, kernel, strides, pb, pe, dil = GEOMETRY[2]
+    x = ops.parameter([2, groups * c_in, *spatial], np.float32, name="x")
+    w = ops.constant(rand(groups, c_in, c_out, *kernel, seed=1))
+    shape = None if output_shape is None else ops.constant(np.array(output_shape, np.int64))
+    node = group_backprop(x, w, strides, pb, pe, dil, auto_pad, [1, 0], shape)
+    compare(model_of(node, x), [rand(2, groups * c_in, *spatial)], tmp_path)
+
+
+@pytest.mark.parametrize("rank", [1, 3])
+def test_group_backprop_1d_3d(rank, tmp_path):
+    spatial, kernel, strides, pb, pe, dil = GEOMETRY[rank]
+    x = ops.parameter([1, 4, *spatial], np.float32, name="x")
+    w = ops.constant(rand(2, 2, 3, *kernel, seed=1))
+    compare(model_of(group_backprop(x, w, strides, pb, pe, dil), x), [rand(1, 4, *spatial)], tmp_path)
+
+
+# ---------------------------------------------------------------- all four: types, weights, dynamic shapes
+
+def four_ops(dtype, make_weights=None):
+    """(name, builder(x), data shape) for one small case of each op."""
+    make_weights = make_weights or (lambda *shape: rand(*shape, dtype=dtype, seed=1))
+    return [
+        ("conv", lambda x: conv(x, ops.constant(make_weights(4, 4, 3, 3)), [2, 1], [1, 0], [0, 1], [1, 2])),
+        ("group_conv", lambda x: group_conv(x, ops.constant(make_weights(2, 3, 2, 3, 3)), [1, 1], [1, 1], [1, 1],
+                                            [1, 1], "same_upper")),
+        ("depthwise", lambda x: group_conv(x, ops.constant(make_weights(4, 1, 1, 3, 2)), [2, 2], [0, 0], [0, 0],
+                                           [1, 1], "same_lower")),
+        ("backprop", lambda x: backprop(x, ops.constant(make_weights(4, 2, 3, 3)), [2, 2], [1, 0], [0, 1], [1, 1],
+                                        output_padding=[1, 1])),
+        ("group_backprop", lambda x: group_backprop(x, ops.constant(make_weights(2, 2, 3, 2, 2)), [2, 1], [0, 0],
+                                                    [0, 0], [1, 1], "same_upper",
+                                                    output_shape=ops.constant(np.array([13, 9], np.int64)))),
+    ]
+
+
+OP_NAMES = [name for name, _ in four_ops(np.float32)]
+
+
+def build(name, dtype, shape, make_weights=None):
+    x = ops.parameter(shape, dtype, name="x")
+    builder = dict(four_ops(dtype, make_weights))[name]
+    return model_of(builder(x), x)
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_f16(name, tmp_path):
+    compare(build(name, np.float16, [2, 4, 7, 8]), [rand(2, 4, 7, 8, dtype=np.float16)], tmp_path, **F16)
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_f64(name, tmp_path):
+    # The CPU plugin computes f64 in f32.
+    compare(build(name, np.float64, [1, 4, 7, 8]), [rand(1, 4, 7, 8, dtype=np.float64)], tmp_path)
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_f16_compressed_weights(name, tmp_path):
+    compare(build(name, np.float32, [1, 4, 7, 8]), [rand(1, 4, 7, 8)], tmp_path, compress=True)
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
+@pytest.mark.parametrize("shape", [[1, 4, -1, -1], [-1, 4, 7, -1], [2, -1, 7, 8]], ids=["spatial", "batch+w", "channels"])
+def test_dynamic_data_shape(name, shape, tmp_path):
+    compare(build(name, np.float32, shape), [rand(2 if shape[0] != 1 else 1, 4, 7, 8)], tmp_path)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64])
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_integer_in_range(name, dtype, tmp_path):
+    # |sum| <= 4 channels * 9 taps < 127: no saturation (test_integer_overflow... covers that).
+    lo = 0 if dtype == np.uint8 else -1
+    weights = lambda *shape: ints(*shape, dtype=dtype, lo=lo, hi=1, seed=1)
+    compare(build(name, dtype, [1, 4, 7, 8], weights), [ints(1, 4, 7, 8, dtype=dtype, lo=lo, hi=1)], tmp_path)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64])
+def test_integer_overflow_follows_cpu_plugin(dtype, tmp_path):
+    # OpenVINO has no reference for integer convolution; the CPU plugin sums in f32,
+    # then saturates to i8/u8, wraps to i16, and clamps i32/i64 to the int32 range.
+    big = {np.int8: 100, np.uint8: 200, np.int16: 300, np.int32: 60000, np.int64: 60000}[dtype]
+    x = ops.parameter([1, 2, 3, 3], dtype, name="x")
+    signs = np.array([1, -1] if np.dtype(dtype).kind == "i" else [1, 1])
+    w = ops.constant((np.full((2, 2, 2, 2), big) * signs.reshape(2, 1, 1, 1)).astype(dtype))
+    data = np.full((1, 2, 3, 3), big, dtype)
+    compare(model_of(conv(x, w, [1, 1], [0, 0], [0, 0], [1, 1]), x), [data], tmp_path)
+
+
+@pytest.mark.parametrize("name", ["conv", "group_conv", "backprop", "group_backprop"])
+def test_large_batches_run_in_slices(name, monkeypatch, tmp_path):
+    # A tiny buffer budget forces one batch element per im2col / scatter slice.
+    monkeypatch.setattr(convolution, "BUFFER_ELEMENTS", 16)
+    compare(build(name, np.float32, [3, 4, 7, 8]), [rand(3, 4, 7, 8)], tmp_path)
+
+
+# ---------------------------------------------------------------- shape inference and validation
+
+def ov_model_xml(tmp_path, node, *params):
+    return save(model_of(node, *params), tmp_path)
+
+
+@pytest.mark.parametrize("case", [
+    ("conv", [1, 3, ov.Dimension(5, 10), 9], "explicit"),
+    ("conv", [-1, 3, ov.Dimension(5, 10), 9], "same_upper"),
+    ("backprop", [1, 4, ov.Dimension(5, 10), 9], "explicit"),
+    ("backprop", [1, 4, -1, 9], "valid"),
+    ("conv", [1, 3, -1, ov.Dimension(1, 10)], "explicit"),
+    ("conv", None, "explicit"),
+    ("backprop", None, "same_lower"),
+], ids=str)
+def test_partial_shapes_match_openvino(case, tmp_path):
+    kind, dims, auto_pad = case
+    x = ops.parameter(ov.PartialShape.dynamic() if dims is None else ov.PartialShape(dims), np.float32, name="x")
+    if kind == "conv":
+        node = conv(x, ops.constant(rand(6, 3, 3, 3)), [2, 2], [1, 0], [0, 0], [1, 1], auto_pad)
+    else:
+        node = backprop(x, ops.constant(rand(4, 2, 3, 3)), [2, 2], [1, 1], [1, 1], [1, 1], auto_pad)
+    (out,) = irrun.load(ov_model_xml(tmp_path, node, x)).outputs
+    assert format_shape(out.shape) == str(node.get_output_partial_shape(0))
+
+
+def test_missing_window_attributes_default_like_openvino(tmp_path):
+    # OpenVINO's reader fills missing strides/dilations with 1 and pads with 0.
+    x = ops.parameter([1, 2, 6, 6], np.float32, name="x")
+    w = ops.constant(rand(3, 2, 3, 3, seed=1))
+    b = ops.constant(rand(2, 3, 3, 3, seed=2))
+    xml = save(ov.Model([ops.result(conv(x, w, [1, 1], [0, 0], [0, 0], [1, 1])),
+                         ops.result(backprop(x, b, [1, 1], [0, 0], [0, 0], [1, 1]))], [x]), tmp_path)
+    text = re.sub(r'<data (strides|dilations)="[^"]*" [^/]*/>', "<data />", xml.read_text())
+    assert text.count("<data />") == 2
+    xml.write_text(text)
+    data = rand(1, 2, 6, 6)
+    expected = run_openvino(xml, [data])
+    assert irrun.validate(xml).ok
+    for got, exp in zip(irrun.load(xml).infer([data]).values(), expected):
+        assert_close(got, exp)
+
+
+def test_constants_sharing_bin_data(tmp_path):
+    # The serializer stores identical bytes once, so both filters read offset 0.  The
+    # CPU plugin then gets the ConvolutionBackpropData wrong (errata); the oracle is
+    # OpenVINO on the backprop alone.
+    w = rand(3, 2, 3, 3, seed=1)
+    x = ops.parameter([1, 2, 6, 6], np.float32, name="x")
+    shared = save(ov.Model([ops.result(conv(x, ops.constant(w), [1, 1], [0, 0], [0, 0], [1, 1])),
+                            ops.result(backprop(x, ops.constant(w.reshape(2, 3, 3, 3)), [1, 1], [0, 0], [0, 0],
+                                                [1, 1]))], [x]), tmp_path / "shared.xml")
+    assert shared.read_text().count('offset="0"') == 2
+    x = ops.parameter([1, 2, 6, 6], np.float32, name="x")
+    alone = save(model_of(backprop(x, ops.constant(w.reshape(2, 3, 3, 3)), [1, 1], [0, 0], [0, 0], [1, 1]), x),
+                 tmp_path / "alone.xml")
+    data = rand(1, 2, 6, 6)
+    _, got = irrun.load(shared).infer([data]).values()
+    assert_close(got, run_openvino(alone, [data])[0])
+
+
+def test_wrong_declared_dims_name_the_layer(tmp_path):
+    x = ops.parameter([1, 3, 32, 32], np.float32, name="x")
+    node = conv(x, ops.constant(rand(8, 3, 3, 3)), [2, 2], [0, 0], [0, 0], [1, 1], "same_upper")
+    node.set_friendly_name("stem")
+    xml = ov_model_xml(tmp_path, node, x)
+    head, tail = xml.read_text().split('name="stem"')
+    xml.write_text(head + 'name="stem"' + tail.replace("<dim>16</dim>", "<dim>32</dim>", 2))  # its output port
+    (bad,) = irrun.validate(xml).errors
+    assert bad.code == "E-DECLARED-SHAPE" and bad.layer.name == "stem"
+    assert "ceil(32 / 2) with auto_pad=same_upper" in bad.message
+
+
+def hand_written_conv(tmp_path, type_, data_dims, filter_dims, data=None, out_dims=(1, 1, 1, 1)):
+    """Parameter + Const filter -> <type_> -> Result, written by hand (OpenVINO refuses to build bad ones).
+
+    `data_dims` None: a data input of dynamic rank."""
+    data = data or {"strides": "1,1", "pads_begin": "0,0", "pads_end": "0,0", "dilations": "1,1"}
+    nbytes = int(np.prod(filter_dims)) * 4
+    shape = "..." if data_dims is None else ",".join(map(str, data_dims))
+    data_dims = data_dims or ()
+    xml = net([
+        layer(0, "x", "Parameter", data={"shape": shape, "element_type": "f32"},
+              outputs=[port(0, data_dims, names="x")]),
+        layer(1, "w", "Const", data={"element_type": "f32", "shape": ",".join(map(str, filter_dims)),
+                                     "offset": 0, "size": nbytes}, outputs=[port(0, filter_dims)]),
+        layer(2, "the_conv", type_, data=data, inputs=[port(0, data_dims), port(1, filter_dims)],
+              outputs=[port(2, out_dims, names="y")]),
+        layer(3, "out", "Result", inputs=[port(0, out_dims)]),
+    ], [edge(0, 0, 2, 0), edge(1, 0, 2, 1), edge(2, 2, 3, 0)])
+    return write(tmp_path, xml, bytes(nbytes))
+
+
+@pytest.mark.parametrize("type_, filter_dims, message", [
+    ("Convolution", (6, 4, 3, 3), "has 3 channels, filter [6,4,3,3] expects 4"),
+    ("GroupConvolution", (2, 3, 2, 3, 3), "has 3 channels, filter [2,3,2,3,3] expects 4 (groups=2 x 2)"),
+    ("ConvolutionBackpropData", (4, 6, 3, 3), "has 3 channels, filter [4,6,3,3] expects 4"),
+    ("GroupConvolutionBackpropData", (2, 2, 3, 3, 3), "expects 4 (groups=2 x 2)"),
+    ("Convolution", (6, 3, 3), "filter [6,3,3] must have rank 4"),
+])
+def test_inconsistent_operands_name_the_layer(type_, filter_dims, message, tmp_path):
+    xml = hand_written_conv(tmp_path, type_, (1, 3, 8, 8), filter_dims)
+    errors = [d for d in irrun.validate(xml).errors if d.code != "E-DECLARED-SHAPE"]
+    assert len(errors) == 1 and errors[0].layer.name == "the_conv", [d.format() for d in errors]
+    assert message in errors[0].message
+    with pytest.raises(ModelError, match=re.escape(message)):
+        irrun.load(xml)
+
+
+def test_consistent_depthwise_operands_validate_clean(tmp_path):
+    xml = hand_written_conv(tmp_path, "GroupConvolution", (1, 3, 8, 8), (3, 2, 1, 3, 3), out_dims=(1, 6, 6, 6))
+    assert irrun.validate(xml).diagnostics == []
+
+
+@pytest.mark.parametrize("attrs, code", [
+    ({"strides": "0,1"}, "E-ATTR-RANGE"),
+    ({"strides": "1"}, "E-ATTR-LENGTH"),
+    ({"auto_pad": "notset"}, "E-ATTR-ENUM"),
+])
+def test_bad_attributes(attrs, code, tmp_path):
+    data = {"strides": "1,1", "pads_begin": "0,0", "pads_end": "0,0", "dilations": "1,1", **attrs}
+    xml = hand_written_conv(tmp_path, "Convolution", (1, 3, 8, 8), (6, 3, 3, 3), data, out_dims=(1, 6, 6, 6))
+    assert code in irrun.validate(xml).codes()
+
+
+def test_attribute_lengths_checked_against_filter_when_data_rank_is_dynamic(tmp_path):
+    xml = hand_written_conv(tmp_path, "Convolution", None, (6, 3, 3, 3),
+                            {"strides": "1,1,1", "pads_begin": "0,0", "pads_end": "0,0", "dilations": "1,1"})
+    report = irrun.validate(xml)
+    assert [d.code for d in report.errors] == ["E-ATTR-LENGTH"], [d.format() for d in report.diagnostics]
+
+
+def test_backprop_negative_output_size(tmp_path):
+    # (1 - 1) * 1 + 3 - 2 - 2 = -1: OpenVINO infers "?" and its CPU plugin then fails to compile.
+    data = {"strides": "1,1", "pads_begin": "2,2", "pads_end": "2,2", "dilations": "1,1"}
+    xml = hand_written_conv(tmp_path, "ConvolutionBackpropData", (1, 4, 1, 1), (4, 2, 3, 3), data)
+    (error,) = irrun.validate(xml).errors
+    assert error.layer.name == "the_conv" and "would be negative" in error.message
+
+
+def test_kernel_larger_than_padded_input(tmp_path):
+    xml = hand_written_conv(tmp_path, "Convolution", (1, 3, 2, 2), (6, 3, 3, 3), out_dims=(1, 6, 1, 1))
+    (error,) = irrun.validate(xml).errors
+    assert error.layer.name == "the_conv" and "larger than spatial dim 2" in error.message
