@@ -31,6 +31,10 @@ def _load_array_file(path: str):
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{path}: no such input file")
+    with open(p, "rb") as f:
+        magic = f.read(6)
+    if magic != b"\x93NUMPY" and not magic.startswith(b"PK"):
+        raise InputError(f"{path}: not a .npy/.npz array file (it does not start with the NumPy or zip magic)")
     try:
         data = np.load(p, allow_pickle=False)
     except ValueError as exc:

@@ -64,14 +64,14 @@ class Model:
     def __init__(self, path: str | Path, *, max_memory: int | None = None):
         document, analysis, weights = _document_and_analysis(path)
         errors = analysis.diagnostics.errors
+        if document.snippet:
+            raise UsageError("is a single-layer snippet: it can be validated but not run", file=str(path))
         if errors:
             first = errors[0]
             more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''}; "\
                    f"run `irrun validate` to see all)" if len(errors) > 1 else ""
             raise ModelError(first.message + more, file=first.file, line=first.line, layer=first.layer,
                              code=first.code)
-        if document.snippet:
-            raise UsageError("is a single-layer snippet: it can be validated but not run", file=str(path))
         self.path = document.path
         self.document = document
         self.analysis = analysis
@@ -161,9 +161,10 @@ class Model:
             # (f64 -> f32, int -> float); refuse float -> int and the like.
             if etype.name == "f16" and self.ir_version == 10:
                 pass
-            elif not np.can_cast(array.dtype, want, casting="same_kind") or \
-                    (array.dtype.kind == "b") != (want.kind == "b"):
-                raise InputError(f"input {info.name!r} expects {etype} ({want}), got {array.dtype}", file=file)
+            elif not np.can_cast(array.dtype, want, casting="same_kind"):
+                raise InputError(f"input {info.name!r} expects {etype} ({want}), got {array.dtype}; irrun does "
+                                 f"not convert where values would change class (convert it explicitly)",
+                                 file=file)
             array = array.astype(want)
         shape = info.shape
         if shape is not None:

@@ -148,34 +148,37 @@ def parse_static_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def broadcast_dims(x: DimLike, y: DimLike) -> DimLike:
+    """One dim of a NumPy-style broadcast, with OpenVINO's interval rule.
+
+    A side that may be 1 yields to the other; when both may be 1 the result is
+    the union of their intervals; otherwise the two must be equal.
+    """
+    x_may_be_1, y_may_be_1 = dims_compatible(x, 1), dims_compatible(y, 1)
+    if x_may_be_1 and y_may_be_1:
+        (xlo, xhi), (ylo, yhi) = dim_bounds(x), dim_bounds(y)
+        return make_dim(min(xlo, ylo), None if xhi is None or yhi is None else max(xhi, yhi))
+    if x_may_be_1:
+        return y
+    if y_may_be_1:
+        return x
+    return dim_merge(x, y)
+
+
 def broadcast_shapes(a: Shape, b: Shape) -> Shape:
     """NumPy-style bidirectional broadcasting of two partial shapes."""
     if a is None or b is None:
         return None
     rank = max(len(a), len(b))
-    a = (1,) * (rank - len(a)) + tuple(a)
-    b = (1,) * (rank - len(b)) + tuple(b)
+    padded_a = (1,) * (rank - len(a)) + tuple(a)
+    padded_b = (1,) * (rank - len(b)) + tuple(b)
     out = []
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x == 1:
-            out.append(y)
-        elif y == 1:
-            out.append(x)
-        elif isinstance(x, int) and isinstance(y, int):
-            if x != y:
-                raise ShapeError(f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast (dim {i}: {x} vs {y})")
-            out.append(x)
-        elif isinstance(x, Dim) and isinstance(y, Dim):
-            # Either could be 1 at run time; only the union is safe.
-            if x.contains(1) or y.contains(1):
-                out.append(ANY)
-            else:
-                out.append(dim_merge(x, y))
-        else:
-            static, dyn = (x, y) if isinstance(x, int) else (y, x)
-            if not dyn.contains(static) and not dyn.contains(1):
-                raise ShapeError(f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast (dim {i}: {x} vs {y})")
-            out.append(static)
+    for i, (x, y) in enumerate(zip(padded_a, padded_b)):
+        try:
+            out.append(broadcast_dims(x, y))
+        except ShapeError:
+            raise ShapeError(f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast "
+                             f"(dim {i - rank} from the end: {x} vs {y})") from None
     return tuple(out)
 
 

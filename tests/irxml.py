@@ -5,6 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
+from irrun.etypes import from_precision
+
 
 def port(pid, dims=(), precision="FP32", names=None):
     n = f' names="{names}"' if names is not None else ""
@@ -51,3 +53,22 @@ def relu_model(shape="1,3", dims=(1, 3), **kw) -> str:
 
 def f32_bytes(values) -> bytes:
     return np.asarray(values, np.float32).tobytes()
+
+
+def hand_ir(tmp_path: Path, op_type: str, inputs: list[tuple[list[int], str]], output: list[int],
+            attrs: dict[str, str] | None = None, version: str = "opset1", name: str = "the_op") -> Path:
+    """A Parameter per input -> one `op_type` layer named `name` -> Result, written by hand.
+
+    `inputs` are (dims, precision); `output` the dims the op's port declares.
+    """
+    n = len(inputs)
+    layers = [layer(i, f"in{i}", "Parameter",
+                    data={"shape": ",".join(map(str, dims)), "element_type": from_precision(precision).name},
+                    outputs=[port(0, dims, precision)])
+              for i, (dims, precision) in enumerate(inputs)]
+    layers.append(layer(n, name, op_type, version, data=attrs or {},
+                        inputs=[port(i, dims, precision) for i, (dims, precision) in enumerate(inputs)],
+                        outputs=[port(n, output, inputs[0][1])]))
+    layers.append(layer(n + 1, "out", "Result", inputs=[port(0, output, inputs[0][1])]))
+    edges = [edge(i, 0, n, i) for i in range(n)] + [edge(n, n, n + 1, 0)]
+    return write(tmp_path, net(layers, edges), name="hand")

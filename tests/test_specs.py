@@ -6,7 +6,7 @@ import pytest
 
 import irrun
 from irrun.opdocs import ops_markdown
-from irrun.registry import registered_keys, supported
+from irrun.registry import registered_keys
 from irrun.spec import all_specs, opset_catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
