@@ -26,6 +26,9 @@ from .weights import Weights
 # so shape arithmetic (ShapeOf -> Gather -> Concat -> Reshape) resolves.
 FOLD_LIMIT = 1 << 16
 
+# Attribute problems after which the op would run on a default value: skip its inference.
+_UNREADABLE_ATTR = ("E-ATTR-MISSING", "E-ATTR-VALUE", "E-ATTR-ENUM", "E-ATTR-LENGTH")
+
 # Ops an IR needs that are not computations.
 SOURCE_TYPES = ("Parameter", "Constant")
 SINK_TYPES = ("Result", "Assign")
@@ -45,6 +48,7 @@ class Node:
     op: Op | None = None
     inputs: list[tuple[str, int] | None] = field(default_factory=list)
     types: list[TensorType | None] = field(default_factory=list)
+    bad_attrs: bool = False          # an attribute could not be read: outputs stay unknown
 
     @property
     def id(self) -> str:
@@ -98,6 +102,7 @@ def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> 
         attrs, problems = parse_attrs(spec, data)
         for p in problems:
             diags.add(p.severity, p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
+        node.bad_attrs = any(p.code in _UNREADABLE_ATTR for p in problems)
         op = impl(spec, attrs)
         op.context = context
         op.layer = layer
@@ -233,7 +238,7 @@ def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], 
         problems = check_spatial_lengths(node.op.spec, node.op.attrs, spatial) if spatial is not None else []
         for p in problems:
             diags.error(p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
-        if problems:
+        if problems or node.bad_attrs:
             node.types = [None] * len(layer.outputs)
             continue
         try:

@@ -1,2 +1,365 @@
-"""pooling ops."""
+"""Pooling: AvgPool-1/14/16, MaxPool-1/8/14, AdaptiveAvgPool-8, AdaptiveMaxPool-8.
+
+AvgPool and MaxPool slide a window of `kernel` taps (spaced by `dilations`)
+over the padded data; the output size and pads come from `window.py`.
+AdaptivePools cover the input with `output_size` windows per axis, window i
+spanning [floor(i * in / out), ceil((i + 1) * in / out)).
+
+What OpenVINO 2026.4.1 computes, beyond the op specs (specs/errata/pooling.md):
+
+* AvgPool divisor.  exclude-pad: the real elements in the window.
+  Otherwise the kernel size whenever any pad (after auto_pad) is non-zero, even
+  for the part of a ceil-mode window past the end pad; with no pads at all, the
+  real elements again (the ceil-mode overhang is not counted).  A window with
+  no real element averages to 0 (the reference; the CPU plugin gives NaN).
+* MaxPool keeps a running maximum that starts at the type's lowest value and
+  moves on a strictly greater element: NaN and -inf never win, a window with
+  no winner gives the lowest value and index 0 of its channel, ties go to the
+  first element in row-major window order.  Indices are flat over the whole
+  input, then taken modulo the size of dims [axis:].
+* AdaptiveMaxPool's running maximum starts at the window's first element: a
+  NaN there wins, NaN elsewhere never does.  Indices are flat per channel.
+* Integer averages are rounded half to even; f16 is computed in f32 (as the
+  CPU plugin does, so an empty MaxPool window becomes -inf in f16).
+"""
 from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..errors import ShapeError
+from ..registry import Op, TensorType, register
+from ..shapes import ANY, format_shape, is_static_dim, normalize_axis
+from .window import SAME, axis_output, effective_kernel, resolve_pads, same_pads, window_output_dims
+
+_POOL_RANKS = (3, 4, 5)
+
+
+# ---------------------------------------------------------------- shared helpers
+
+def _check_data(data: TensorType) -> None:
+    if data.rank is not None and data.rank not in _POOL_RANKS:
+        raise ShapeError(f"data must be a 3D, 4D or 5D tensor, got {format_shape(data.shape)}")
+    if data.shape is not None:
+        for axis, what in ((0, "batch"), (1, "channel")):
+            if data.shape[axis] == 0:
+                raise ShapeError(f"{what} dimension of data {format_shape(data.shape)} is zero")
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    """Floats narrower than f32 are pooled in f32, as the CPU plugin does."""
+    if dtype.kind == "f" and dtype.itemsize < 4:
+        return np.dtype(np.float32)
+    return dtype
+
+
+def _lowest(dtype: np.dtype):
+    return np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _mean_as(total: np.ndarray, count, dtype: np.dtype) -> np.ndarray:
+    """total / count in `dtype`; 0 where count is 0, integer results rounded half to even."""
+    count = np.asarray(count)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(count > 0, total / np.maximum(count, 1), 0)
+    if dtype.kind in "iu":
+        mean = np.rint(mean)
+    return mean.astype(dtype)
+
+
+def _narrow(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Back to the input type; f32's lowest becomes -inf in f16, as on the CPU plugin."""
+    with np.errstate(over="ignore"):
+        return values.astype(dtype, copy=False)
+
+
+def _sum_dtype(dtype: np.dtype) -> np.dtype:
+    """Integers are summed in f64: exact for any realistic window, and rounded once at the end."""
+    return np.dtype(np.float64) if dtype.kind in "iub" else _compute_dtype(dtype)
+
+
+def _flat_offsets(shape: tuple[int, ...]) -> np.ndarray:
+    """(N, C, 1, ...) array of n * C * S + c * S: where each channel starts in the flat input."""
+    n, c, spatial = shape[0], shape[1], prod(shape[2:])
+    offsets = (np.arange(n, dtype=np.int64)[:, None] * c + np.arange(c, dtype=np.int64)[None, :]) * spatial
+    return offsets.reshape((n, c) + (1,) * (len(shape) - 2))
+
+
+def _flat_position(positions: list[np.ndarray], spatial: tuple[int, ...]) -> np.ndarray:
+    """Row-major flat index of per-axis positions inside one channel."""
+    flat = np.zeros(np.broadcast_shapes(*(p.shape for p in positions)), dtype=np.int64)
+    for p, size in zip(positions, spatial):
+        flat = flat * size + p
+    return flat
+
+
+def _along(values: np.ndarray, axis: int, ndim: int) -> np.ndarray:
+    """A 1-D array reshaped to lie along `axis` of an `ndim`-D array."""
+    shape = [1] * ndim
+    shape[axis] = values.size
+    return values.reshape(shape)
+
+
+# ---------------------------------------------------------------- AvgPool and MaxPool
+
+class _SlidingPool(Op):
+    """Shape rule and window extraction shared by AvgPool and MaxPool."""
+
+    def spatial_rank(self, inputs):
+        rank = inputs[0].rank
+        return rank - 2 if rank in _POOL_RANKS else None
+
+    @property
+    def kernel(self) -> tuple[int, ...]:
+        return self.attrs.kernel
+
+    @property
+    def dilations(self) -> tuple[int, ...]:
+        return self.attrs.get("dilations") or (1,) * len(self.kernel)
+
+    def _pads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Declared pads; OpenVINO reads an empty list as zeros."""
+        n = len(self.kernel)
+        return self.attrs.pads_begin or (0,) * n, self.attrs.pads_end or (0,) * n
+
+    def infer_window(self, data: TensorType) -> tuple[tuple, dict[int, str]]:
+        _check_data(data)
+        n = len(self.kernel)
+        for name in ("strides", "pads_begin", "pads_end", "dilations"):
+            value = self.attrs.get(name)
+            if value and len(value) != n:
+                raise ShapeError(f"{name} has {len(value)} values, kernel has {n}")
+        if data.shape is None:
+            return (ANY,) * (2 + n), {}
+        pads_begin, pads_end = self._pads()
+        dims, notes = window_output_dims(data.shape[2:], self.kernel, self.attrs.strides, self.dilations,
+                                         pads_begin, pads_end, self.attrs.auto_pad, self.attrs.rounding_type)
+        return tuple(data.shape[:2]) + tuple(dims), notes
+
+    def geometry(self, spatial: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
+        """Pads after auto_pad, and the output size, for concrete spatial sizes."""
+        pads_begin, pads_end = resolve_pads(spatial, self.kernel, self.attrs.strides, self.dilations,
+                                            *self._pads(), self.attrs.auto_pad)
+        out = [axis_output(x, k, s, d, pb, pe, self.attrs.rounding_type)
+               for x, k, s, d, pb, pe in zip(spatial, self.kernel, self.attrs.strides, self.dilations,
+                                             pads_begin, pads_end)]
+        return pads_begin, pads_end, out
+
+    def windows(self, x: np.ndarray, fill, pads_begin, out) -> np.ndarray:
+        """View (N, C, *out, *kernel) of the windows over `x` padded with `fill`.
+
+        The end is padded as far as the last window reaches, which can be past
+        pads_end in ceil mode (that overhang holds `fill` too).
+        """
+        n = x.ndim - 2
+        spans = [effective_kernel(k, d) for k, d in zip(self.kernel, self.dilations)]
+        widths = [(0, 0), (0, 0)]
+        for x_len, o, s, span, pb in zip(x.shape[2:], out, self.attrs.strides, spans, pads_begin):
+            reach = (o - 1) * s + span
+            widths.append((pb, max(reach - pb - x_len, 0)))
+        padded = np.pad(x, widths, constant_values=fill)
+        view = sliding_window_view(padded, spans, axis=tuple(range(2, 2 + n)))
+        starts = tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, self.attrs.strides))
+        taps = tuple(slice(None, None, d) for d in self.dilations)
+        return view[(slice(None), slice(None)) + starts + taps]
+
+    def real_taps(self, spatial, pads_begin, out) -> np.ndarray:
+        """Per output position, how many window taps land on real (not padding) elements."""
+        n = len(spatial)
+        count = np.ones((1,) * n, dtype=np.int64)
+        for axis, (x, o, k, s, d, pb) in enumerate(zip(spatial, out, self.kernel, self.attrs.strides,
+                                                        self.dilations, pads_begin)):
+            where = np.arange(o)[:, None] * s - pb + np.arange(k)[None, :] * d
+            count = count * _along(((where >= 0) & (where < x)).sum(axis=1), axis, n)
+        return count
+
+
+@register("AvgPool", 1, 14, 16)
+class AvgPool(_SlidingPool):
+    def infer(self, inputs):
+        data = inputs[0]
+        shape, notes = self.infer_window(data)
+        if self.attrs.exclude_pad and data.shape is not None:
+            self._check_windows_touch_data(data.shape[2:])
+        return [TensorType(shape, data.etype, notes=notes)]
+
+    def _check_windows_touch_data(self, spatial) -> None:
+        """With exclude-pad, OpenVINO refuses pads that could hold a whole window."""
+        for axis, (x, k, s, d) in enumerate(zip(spatial, self.kernel, self.attrs.strides, self.dilations)):
+            if not is_static_dim(x):
+                continue
+            if self.attrs.auto_pad in SAME:
+                pb, pe = same_pads(x, k, s, d, self.attrs.auto_pad)
+            elif self.attrs.auto_pad == "valid":
+                pb, pe = 0, 0
+            else:
+                pb, pe = (pads[axis] for pads in self._pads())
+            span = effective_kernel(k, d)
+            if pb >= span or pe >= span:
+                raise ShapeError(f"with exclude-pad, a window on spatial dim {axis + 2} can lie entirely in the "
+                                 f"padding (window {span}, pads {pb}/{pe}); OpenVINO requires pads smaller than "
+                                 f"the window")
+
+    def run(self, x):
+        spatial = x.shape[2:]
+        pads_begin, pads_end, out = self.geometry(spatial)
+        windows = self.windows(x.astype(_sum_dtype(x.dtype), copy=False), 0, pads_begin, out)
+        n = len(spatial)
+        total = windows.sum(axis=tuple(range(-n, 0)))
+        if not self.attrs.exclude_pad and (any(pads_begin) or any(pads_end)):
+            count = prod(self.kernel)
+        else:
+            count = self.real_taps(spatial, pads_begin, out)
+        return _mean_as(total, count, x.dtype)
+
+
+@register("MaxPool", 1, 8, 14)
+class MaxPool(_SlidingPool):
+    @property
+    def has_indices(self) -> bool:
+        return self.version >= 8
+
+    def infer(self, inputs):
+        data = inputs[0]
+        shape, notes = self.infer_window(data)
+        values = TensorType(shape, data.etype, notes=notes)
+        if not self.has_indices:
+            return [values]
+        if data.rank is not None:
+            normalize_axis(self.attrs.axis, data.rank, "axis")
+        return [values, TensorType(shape, self.attrs.index_element_type, notes=notes)]
+
+    def run(self, x):
+        dtype = _compute_dtype(x.dtype)
+        lowest = _lowest(dtype)
+        # Only elements greater than `lowest` can win, so NaN, -inf and `lowest` itself act as padding.
+        data = np.where(x > lowest, x, lowest).astype(dtype, copy=False)
+        spatial = x.shape[2:]
+        pads_begin, _, out = self.geometry(spatial)
+        windows = self.windows(data, lowest, pads_begin, out)
+        n = len(spatial)
+        if not self.has_indices:
+            return _narrow(windows.max(axis=tuple(range(-n, 0))), x.dtype)
+        taps = windows.reshape(windows.shape[:2 + n] + (-1,))
+        best = taps.argmax(axis=-1)
+        values = np.take_along_axis(taps, best[..., None], axis=-1)[..., 0]
+        offsets = np.unravel_index(best, self.kernel)
+        positions = [_along(np.arange(o) * s - pb, 2 + axis, 2 + n) + t * d
+                     for axis, (o, s, pb, t, d) in enumerate(zip(out, self.attrs.strides, pads_begin, offsets,
+                                                                 self.dilations))]
+        flat = np.where(values > lowest, _flat_position(positions, spatial), 0) + _flat_offsets(x.shape)
+        axis = normalize_axis(self.attrs.axis, x.ndim, "axis")
+        if axis:
+            flat %= prod(x.shape[axis:])
+        return _narrow(values, x.dtype), flat.astype(self.attrs.index_element_type.carrier)
+
+
+# ---------------------------------------------------------------- AdaptiveAvgPool and AdaptiveMaxPool
+
+def _adaptive_bounds(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """Window i spans [floor(i * in / out), ceil((i + 1) * in / out))."""
+    i = np.arange(n_out, dtype=np.int64)
+    return i * n_in // n_out, -(-(i + 1) * n_in // n_out)
+
+
+class _AdaptivePool(Op):
+    def spatial_rank(self, inputs):
+        return None
+
+    def infer_output(self, inputs: list[TensorType]) -> tuple:
+        data, size = inputs
+        _check_data(data)
+        if size.rank == 0:
+            raise ShapeError("output_size must be 1-D, got a scalar")
+        if data.shape is None:
+            return None
+        n = len(data.shape) - 2
+        if size.shape is not None and is_static_dim(size.shape[0]) and size.shape[0] != n:
+            raise ShapeError(f"output_size has {size.shape[0]} values for {n} spatial dimensions of data "
+                             f"{format_shape(data.shape)}")
+        if size.value is None:
+            return tuple(data.shape[:2]) + (ANY,) * n
+        return tuple(data.shape[:2]) + tuple(self.output_size(size.value, n))
+
+    @staticmethod
+    def output_size(value: np.ndarray, n: int) -> list[int]:
+        flat = np.asarray(value).reshape(-1)
+        sizes = [int(v) for v in (np.trunc(flat) if flat.dtype.kind == "f" else flat)]
+        if len(sizes) != n:
+            raise ShapeError(f"output_size {sizes} has {len(sizes)} values for {n} spatial dimensions")
+        if any(s < 0 for s in sizes):
+            raise ShapeError(f"output_size {sizes} has a negative value")
+        return sizes
+
+
+@register("AdaptiveAvgPool", 8)
+class AdaptiveAvgPool(_AdaptivePool):
+    def infer(self, inputs):
+        return [TensorType(self.infer_output(inputs), inputs[0].etype)]
+
+    def run(self, x, output_size):
+        n = x.ndim - 2
+        total = x.astype(_sum_dtype(x.dtype), copy=False)
+        count = np.ones((1,) * n, dtype=np.int64)
+        # Sum axis by axis with a window-membership matrix: one BLAS product per axis.
+        for axis, o in enumerate(self.output_size(output_size, n)):
+            start, end = _adaptive_bounds(x.shape[2 + axis], o)
+            cols = np.arange(x.shape[2 + axis])
+            member = ((cols >= start[:, None]) & (cols < end[:, None])).astype(total.dtype)
+            total = np.moveaxis(np.tensordot(total, member, axes=([2 + axis], [1])), -1, 2 + axis)
+            count = count * _along(end - start, axis, n)
+        return _mean_as(total, count, x.dtype)
+
+
+def _adaptive_windows(x: np.ndarray, out: list[int]):
+    """Every adaptive window of `x`, padded to the longest one per axis.
+
+    Returns the taps (N, C, *out, L1 * L2 ...) in row-major window order, a
+    mask of the real ones (*out, L1 * L2 ...), the window starts per axis and
+    the padded window shape (L1, L2, ...).
+    """
+    n = x.ndim - 2
+    index, valid, starts = [], np.ones((1,) * (2 * n), dtype=bool), []
+    for axis, o in enumerate(out):
+        size = x.shape[2 + axis]
+        start, end = _adaptive_bounds(size, o)
+        taps = start[:, None] + np.arange(int((end - start).max(initial=1)))[None, :]
+        grid = [1] * (2 * n)
+        grid[2 * axis:2 * axis + 2] = taps.shape
+        index.append(np.minimum(taps, max(size - 1, 0)).reshape(grid))
+        valid = valid & (taps < end[:, None]).reshape(grid)
+        starts.append(start)
+    # x[:, :, i1, i2, ...] has axes (N, C, o1, L1, o2, L2, ...): bring the window axes last.
+    outer, inner = list(range(0, 2 * n, 2)), list(range(1, 2 * n, 2))
+    windows = x[(slice(None), slice(None)) + tuple(index)].transpose([0, 1] + [2 + a for a in outer + inner])
+    longest = windows.shape[2 + n:]
+    taps = windows.reshape(windows.shape[:2 + n] + (prod(longest),))
+    return taps, valid.transpose(outer + inner).reshape(tuple(out) + (prod(longest),)), starts, longest
+
+
+@register("AdaptiveMaxPool", 8)
+class AdaptiveMaxPool(_AdaptivePool):
+    def infer(self, inputs):
+        shape = self.infer_output(inputs)
+        return [TensorType(shape, inputs[0].etype), TensorType(shape, self.attrs.index_element_type)]
+
+    def run(self, x, output_size):
+        n = x.ndim - 2
+        dtype = _compute_dtype(x.dtype)
+        out = self.output_size(output_size, n)
+        taps, valid, starts, longest = _adaptive_windows(x.astype(dtype, copy=False), out)
+        # The running maximum starts at the window's first element and moves on strictly greater
+        # ones: a NaN first element wins, any other NaN is never chosen.
+        floats = dtype.kind == "f"
+        lowest = -np.inf if floats else _lowest(dtype)
+        candidates = np.where(valid & ~np.isnan(taps) if floats else valid, taps, lowest)
+        best = candidates.argmax(axis=-1)
+        if floats:
+            best = np.where(np.isnan(taps[..., 0]), 0, best)
+        values = np.take_along_axis(taps, best[..., None], axis=-1)[..., 0]
+        offsets = np.unravel_index(best, longest)
+        positions = [_along(start, 2 + axis, 2 + n) + t for axis, (start, t) in enumerate(zip(starts, offsets))]
+        flat = _flat_position(positions, x.shape[2:])
+        return _narrow(values, x.dtype), flat.astype(self.attrs.index_element_type.carrier)

@@ -7,10 +7,12 @@ For one spatial axis with input size `x`, kernel `k`, stride `s`, dilation `d`
     explicit, ceil:   out = ceil((x + pb + pe - dk) / s) + 1
     ceil_torch:       as ceil, minus 1 when the last window would start in the end padding
     valid:            pads are 0 (then the explicit rule)
-    same_upper/lower: out = ceil(x / s); total pad = max(0, (out - 1) * s + dk - x),
-                      split evenly, the odd unit at the end (upper) or beginning (lower)
+    same_upper/lower: total pad = max(0, (ceil(x / s) - 1) * s + dk - x), split
+                      evenly, the odd unit at the end (upper) or beginning (lower),
+                      then the rule above: out = ceil(x / s) with floor rounding,
+                      possibly more with ceil (9, kernel 2, stride 3: 4, not 3)
 
-`auto_pad` "notset" is "explicit".  Shape inference calls `window_output_dims`
+OpenVINO's IR reader refuses `auto_pad="notset"`.  Shape inference calls `window_output_dims`
 (works on dynamic dims, returns a note per dim for diagnostics); kernels call
 `resolve_pads` with the actual sizes.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import ShapeError
-from ..shapes import DimLike, dim_map
+from ..shapes import ANY, DimLike, dim_map
 
 SAME = ("same_upper", "same_lower")
 
@@ -69,11 +71,19 @@ def window_output_dims(spatial: Sequence[DimLike], kernel, strides, dilations, p
     for i, (x, k, s, d) in enumerate(zip(spatial, kernel, strides, dilations)):
         dk = effective_kernel(k, d)
         axis = first_axis + i
-        if auto_pad in SAME:
+        if auto_pad in SAME and rounding == "floor":
             dims.append(dim_map(lambda v, s=s: -(-v // s), x))
             notes[axis] = f"ceil({x} / {s}) with auto_pad={auto_pad}"
             continue
-        pb, pe = (0, 0) if auto_pad == "valid" else (pads_begin[i], pads_end[i])
+        if auto_pad in SAME:
+            # Pools with ceil rounding round the padded extent up; a dynamic dim
+            # stays ? (as in OpenVINO).
+            if not isinstance(x, int):
+                dims.append(ANY)
+                continue
+            pb, pe = same_pads(x, k, s, d, auto_pad)
+        else:
+            pb, pe = (0, 0) if auto_pad == "valid" else (pads_begin[i], pads_end[i])
         if isinstance(x, int) and x + pb + pe < dk:
             raise ShapeError(f"{what} after dilation ({dk}) is larger than spatial dim {axis} after padding "
                              f"({x} + {pb} + {pe} = {x + pb + pe})")
@@ -84,7 +94,7 @@ def window_output_dims(spatial: Sequence[DimLike], kernel, strides, dilations, p
         fix = " (minus 1 if the last window starts in the padding)" if rounding == "ceil_torch" else ""
         dil = f"({k} - 1) * {d} + 1" if d != 1 else f"{k}"
         notes[axis] = f"{op}(({x} + {pb} + {pe} - {dil}) / {s}) + 1{fix}" + \
-            (" with auto_pad=valid" if auto_pad == "valid" else "")
+            (f" with auto_pad={auto_pad}" if auto_pad != "explicit" else "")
     return dims, notes
 
 
