@@ -15,7 +15,7 @@ import numpy as np
 
 from . import etypes
 from .diagnostics import Diagnostics
-from .errors import IrrunError, ShapeError
+from .errors import IrrunError
 from .ir import IRDocument, IRGraph, Layer
 from .registry import Op, TensorType, implementation
 from .shapes import ANY, Dim, format_shape, is_static

@@ -1,7 +1,7 @@
 """Diagnostics: what `validate` reports and what `load` turns into errors."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass
 
 from .errors import LayerRef
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .analysis import Analysis, Node, infer_node
-from .errors import IrrunError, ModelError, ResourceLimitError, ShapeError
+from .analysis import Analysis, Node
+from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
 

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
-from . import etypes
 from .analysis import Analysis, LoadContext, analyze
 from .diagnostics import Diagnostic, Diagnostics
 from .errors import InputError, IrrunError, LayerRef, ModelError, UnreadableFileError, UsageError

@@ -15,7 +15,7 @@ Its declarative half (inputs, outputs, attribute schema) comes from
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np

@@ -1,7 +1,6 @@
 """Parameter, Constant, Result and Convert: the ops every IR has."""
 from __future__ import annotations
 
-import numpy as np
 
 from ..errors import ModelError
 from ..registry import Op, TensorType, register
