@@ -1,0 +1,2 @@
+"""attention ops."""
+from __future__ import annotations

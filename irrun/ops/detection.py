@@ -1,0 +1,2 @@
+"""detection ops."""
+from __future__ import annotations

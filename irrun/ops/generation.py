@@ -1,0 +1,2 @@
+"""generation ops."""
+from __future__ import annotations

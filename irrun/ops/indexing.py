@@ -1,0 +1,2 @@
+"""indexing ops."""
+from __future__ import annotations

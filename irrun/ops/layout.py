@@ -1,0 +1,2 @@
+"""layout ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""logical ops."""
+from __future__ import annotations

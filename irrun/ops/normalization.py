@@ -1,0 +1,2 @@
+"""normalization ops."""
+from __future__ import annotations

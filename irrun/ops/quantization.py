@@ -1,0 +1,2 @@
+"""quantization ops."""
+from __future__ import annotations

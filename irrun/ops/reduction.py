@@ -1,0 +1,2 @@
+"""reduction ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""resampling ops."""
+from __future__ import annotations

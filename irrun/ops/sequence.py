@@ -1,0 +1,2 @@
+"""sequence ops."""
+from __future__ import annotations

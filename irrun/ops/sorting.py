@@ -1,0 +1,2 @@
+"""sorting ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""unary_math ops."""
+from __future__ import annotations
