@@ -49,6 +49,8 @@ class Node:
     inputs: list[tuple[str, int] | None] = field(default_factory=list)
     types: list[TensorType | None] = field(default_factory=list)
     bad_attrs: bool = False          # an attribute could not be read: outputs stay unknown
+    declared_only: bool = False      # types are the declared ones, not inferred (unsupported or failed)
+    body_nodes: list[dict[str, "Node"]] = field(default_factory=list)   # sub-graph bodies, analyzed
 
     @property
     def id(self) -> str:
@@ -81,8 +83,10 @@ def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> 
         spec = specs.get((layer.op_type, layer.op_version))
         impl = implementation(layer.op_type, layer.op_version)
         if spec is None or impl is None:
-            diags.error("E-OP-UNSUPPORTED", f"{layer.op_type}-{layer.op_version} is a valid OpenVINO operation "
-                        f"that irrun does not implement yet (see `irrun ops`)", layer=layer.ref)
+            # Not a defect of the model: validation goes on from the declared outputs.
+            diags.warning("W-OP-UNSUPPORTED", f"{layer.op_type}-{layer.op_version} is a valid OpenVINO operation "
+                          f"that irrun does not implement yet; its outputs are taken as declared",
+                          layer=layer.ref)
             continue
         lo, hi = spec.input_range
         n_in = len(layer.inputs)
@@ -215,45 +219,103 @@ def infer_node(node: Node, in_types: list[TensorType]) -> list[TensorType]:
     return out
 
 
-def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], diags: Diagnostics,
-                parameter_types: dict[str, TensorType] | None = None) -> None:
+def _inferred_types(node: Node, in_types: list[TensorType], diags: Diagnostics) -> list[TensorType] | None:
+    """The op's own shape function on `in_types`; None where it cannot say."""
+    layer = node.layer
+    if node.op is None or node.bad_attrs:
+        return None
+    spatial = node.op.spatial_rank(in_types)
+    problems = check_spatial_lengths(node.op.spec, node.op.attrs, spatial) if spatial is not None else []
+    for p in problems:
+        diags.error(p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
+    if problems:
+        return None
+    try:
+        return infer_node(node, in_types)
+    except IrrunError as exc:
+        diags.error(exc.code or "E-SHAPE", exc.message, layer=layer.ref)
+    except Exception as exc:  # noqa: BLE001 - a shape-function bug must not hide the report
+        diags.error("E-SHAPE", f"shape inference failed: {type(exc).__name__}: {exc}", layer=layer.ref)
+    return None
+
+
+def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], diags: Diagnostics) -> None:
     for lid in order:
         node = nodes[lid]
         layer = node.layer
-        if node.op is None:
-            node.types = [None] * len(layer.outputs)
-            continue
         if document.snippet:
             in_types = [declared_type(p) for p in layer.inputs]
         else:
-            in_types = [None if src is None else nodes[src[0]].types[src[1]]
-                        if src[1] < len(nodes[src[0]].types) else None for src in node.inputs]
-        if any(t is None for t in in_types):
-            node.types = [None] * len(layer.outputs)
+            in_types = [nodes[src[0]].types[src[1]] if src is not None and src[1] < len(nodes[src[0]].types)
+                        else declared_type(port) for src, port in zip(node.inputs, layer.inputs)]
+        types = _inferred_types(node, in_types, diags)
+        if types is None:
+            # An unknown op or a failed layer: carry on from what the file declares,
+            # so every layer after it is still checked.
+            node.types = [declared_type(p) for p in layer.outputs]
+            node.declared_only = True
             continue
-        if parameter_types and lid in parameter_types:
-            node.types = [parameter_types[lid]]
-            continue
-        spatial = node.op.spatial_rank(in_types)
-        problems = check_spatial_lengths(node.op.spec, node.op.attrs, spatial) if spatial is not None else []
-        for p in problems:
-            diags.error(p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
-        if problems or node.bad_attrs:
-            node.types = [None] * len(layer.outputs)
-            continue
-        try:
-            types = infer_node(node, in_types)
-        except IrrunError as exc:
-            diags.error(exc.code or "E-SHAPE", exc.message, layer=layer.ref)
-            types = []
-        except Exception as exc:  # noqa: BLE001 - a kernel bug must not hide the report
-            diags.error("E-SHAPE", f"shape inference failed: {type(exc).__name__}: {exc}", layer=layer.ref)
-            types = []
-        types = list(types) + [None] * (len(layer.outputs) - len(types))
-        node.types = types[:max(len(layer.outputs), len(types))]
+        # Ports the op does not describe (none do, normally) keep their declared types.
+        node.types = list(types) + [declared_type(p) for p in layer.outputs[len(types):]]
         _compare_declared(node, diags)
         if not document.snippet:
             _compare_inputs(node, in_types, nodes, diags)
+
+
+_BODY_OF_MAP = {"port_map": "body", "then_port_map": "then_body", "else_port_map": "else_body"}
+
+
+def _check_port_maps(layer: Layer, diags: Diagnostics) -> None:
+    """port_map / back_edges of TensorIterator, Loop and If name real ports and body layers."""
+    outer_in = {p.id for p in layer.inputs}
+    outer_out = {p.id for p in layer.outputs}
+    for map_tag, entries in layer.port_maps.items():
+        body = layer.bodies.get(_BODY_OF_MAP[map_tag])
+        if body is None:
+            diags.error("E-SUBGRAPH", f"<{map_tag}> without its <{_BODY_OF_MAP[map_tag]}>", layer=layer.ref)
+            continue
+        for entry in entries:
+            kind, line = entry["kind"], entry["line"]
+            ext, internal = entry.get("external_port_id"), entry.get("internal_layer_id")
+            if kind not in ("input", "output") or ext is None or internal is None:
+                diags.error("E-SUBGRAPH", f"<{map_tag}> entry <{kind}> needs external_port_id and internal_layer_id",
+                            layer=layer.ref, line=line)
+                continue
+            ports, want = (outer_in, "Parameter") if kind == "input" else (outer_out, "Result")
+            if ext != "-1" and ext not in ports:
+                diags.error("E-SUBGRAPH", f"<{map_tag}> {kind} refers to external port {ext}, which the layer "
+                            f"does not have", layer=layer.ref, line=line)
+            target = body.layers.get(internal)
+            if target is None or target.op_type != want:
+                what = "no such layer" if target is None else f"a {target.op_type or target.type}"
+                diags.error("E-SUBGRAPH", f"<{map_tag}> {kind} refers to body layer {internal} ({what}); "
+                            f"it must be a body {want}", layer=layer.ref, line=line)
+    body = layer.bodies.get("body")
+    for edge in layer.back_edges:
+        for end, want in (("from-layer", "Result"), ("to-layer", "Parameter")):
+            target = body.layers.get(edge.get(end)) if body else None
+            if target is None or target.op_type != want:
+                diags.error("E-SUBGRAPH", f"back edge {end}={edge.get(end)} must name a body {want}",
+                            layer=layer.ref, line=edge["line"])
+
+
+def _analyze_bodies(document: IRDocument, nodes: dict[str, Node], context: LoadContext,
+                    diags: Diagnostics) -> None:
+    """Sub-graph bodies are validated like models, from their own Parameters."""
+    pending = [nodes]
+    while pending:
+        for node in pending.pop().values():
+            layer = node.layer
+            if not layer.bodies and not layer.port_maps:
+                continue
+            _check_port_maps(layer, diags)
+            for body in layer.bodies.values():
+                sub = IRDocument(document.path, document.version, layer.name, body, {}, False, diags)
+                body_nodes = bind_ops(sub, context, diags)
+                order, _ = check_structure(sub, body_nodes, diags)
+                infer_types(sub, body_nodes, order, diags)
+                node.body_nodes.append(body_nodes)
+                pending.append(body_nodes)
 
 
 def analyze(document: IRDocument, context: LoadContext) -> Analysis:
@@ -261,4 +323,5 @@ def analyze(document: IRDocument, context: LoadContext) -> Analysis:
     nodes = bind_ops(document, context, diags)
     order, live = check_structure(document, nodes, diags)
     infer_types(document, nodes, order, diags)
+    _analyze_bodies(document, nodes, context, diags)
     return Analysis(document, nodes, order, live, diags)

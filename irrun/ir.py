@@ -53,10 +53,11 @@ class Layer:
     bodies: dict[str, "IRGraph"] = field(default_factory=dict)
     port_maps: dict[str, list[dict]] = field(default_factory=dict)
     back_edges: list[dict] = field(default_factory=list)
+    scope: str = ""                 # "" at the top; "7/" inside the body of layer 7, "7/then/" in an If
 
     @property
     def ref(self) -> LayerRef:
-        return LayerRef(self.id, self.name, self.op_type or self.type,
+        return LayerRef(self.scope + self.id, self.name, self.op_type or self.type,
                         self.op_version if self.op_version is not None else self.version, self.line)
 
     @property
@@ -144,6 +145,7 @@ def _children(element, tag):
 class _Reader:
     def __init__(self, diags: Diagnostics):
         self.diags = diags
+        self.scope = ""
 
     # -------------------------------------------------------------- ports
     def port(self, element, index: int, layer_ref: LayerRef, is_output: bool) -> Port:
@@ -197,7 +199,8 @@ class _Reader:
         type_name = element.get("type")
         version = element.get("version")
         line = element.sourceline
-        layer = Layer(lid if lid is not None else "?", name, type_name or "?", version or "", line)
+        layer = Layer(lid if lid is not None else "?", name, type_name or "?", version or "", line,
+                      scope=self.scope)
         for attr, value in (("id", lid), ("type", type_name), ("version", version)):
             if value is None:
                 self.diags.error("E-XML-ATTR", f"layer has no {attr} attribute", layer=layer.ref, line=line)
@@ -229,7 +232,12 @@ class _Reader:
         for body_tag in SUBGRAPH_BODIES:
             bodies = _children(element, body_tag)
             if bodies:
-                layer.bodies[body_tag] = self.graph(bodies[0])
+                outer_scope = self.scope
+                self.scope = f"{outer_scope}{layer.id}/" + ("" if body_tag == "body" else body_tag[:-5] + "/")
+                try:
+                    layer.bodies[body_tag] = self.graph(bodies[0])
+                finally:
+                    self.scope = outer_scope
         for map_tag in ("port_map", "then_port_map", "else_port_map"):
             maps = _children(element, map_tag)
             if maps:

@@ -9,7 +9,8 @@ import numpy as np
 
 from .analysis import Analysis, LoadContext, analyze
 from .diagnostics import Diagnostic, Diagnostics
-from .errors import InputError, IrrunError, LayerRef, ModelError, UnreadableFileError, UsageError
+from .errors import (InputError, IrrunError, LayerRef, ModelError, UnreadableFileError, UnsupportedError,
+                     UsageError)
 from .etypes import ElementType
 from .executor import Plan
 from .ir import IRDocument, Layer, parse_document
@@ -65,6 +66,14 @@ class Model:
         errors = analysis.diagnostics.errors
         if document.snippet:
             raise UsageError("is a single-layer snippet: it can be validated but not run", file=str(path))
+        unsupported = [n.layer for lid, n in analysis.nodes.items()
+                       if n.op is None and n.layer.op_type is not None and lid in analysis.live]
+        if unsupported and not errors:
+            first = unsupported[0]
+            others = sorted({l.label for l in unsupported} - {first.label})
+            more = f" (also unsupported: {', '.join(others)})" if others else ""
+            raise UnsupportedError(f"{first.label} is not supported by irrun yet (see `irrun ops`){more}",
+                                   file=str(document.path), layer=first.ref)
         if errors:
             first = errors[0]
             more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''}; "\
