@@ -188,6 +188,8 @@ class Model:
     def infer(self, inputs: Any) -> dict[str, np.ndarray]:
         """Run the model.  `inputs`: dict by name, list in input order, or one array."""
         feeds = self._feeds(inputs)
+        if self.weights is not None:
+            self.weights.check_unchanged()
         values = self._plan.run(feeds)
         out = {}
         for info, value in zip(self.outputs, values):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,16 @@ class Weights:
         # mmap cannot map an empty file; an empty .bin simply holds nothing.
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
         self._buffer = memoryview(self._map)
+
+    def check_unchanged(self) -> None:
+        """Refuse to read a .bin that shrank since it was mapped.
+
+        Touching a mapped page past the new end of file kills the process
+        (SIGBUS); this check before each run turns that into an error.
+        """
+        if os.fstat(self._file.fileno()).st_size < self.size:
+            raise ModelError(f"{self.path.name} shrank since the model was loaded; load the model again",
+                             file=str(self.path))
 
     def close(self):
         self._buffer.release()

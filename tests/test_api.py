@@ -124,3 +124,16 @@ def test_validate_never_raises(tmp_path):
         report = irrun.validate(path)
         assert not report.ok
     assert not irrun.validate(tmp_path / "missing.xml").ok
+
+
+def test_bin_that_shrinks_after_load_is_refused(tmp_path):
+    import shutil
+    for name in ("model.xml", "model.bin"):
+        shutil.copy(DIGITS / name, tmp_path / name)
+    m = irrun.load(tmp_path / "model.xml")
+    x = np.load(DIGITS / "digit0.npy")
+    m.infer(x)
+    with open(tmp_path / "model.bin", "r+b") as f:
+        f.truncate(100)
+    with pytest.raises(irrun.ModelError, match="shrank"):
+        m.infer(x)
