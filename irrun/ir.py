@@ -142,6 +142,15 @@ def _children(element, tag):
     return [c for c in element if c.tag == tag]
 
 
+def _children_by_tag(element) -> dict[str, list]:
+    """Element children grouped by tag, in one pass (layers are read 10^5 times in big IRs)."""
+    groups: dict[str, list] = {}
+    for child in element:
+        if isinstance(child.tag, str):
+            groups.setdefault(child.tag, []).append(child)
+    return groups
+
+
 class _Reader:
     def __init__(self, diags: Diagnostics):
         self.diags = diags
@@ -212,25 +221,26 @@ class _Reader:
             except VersionLookupError as exc:
                 self.diags.error(exc.code, str(exc), layer=layer.ref, line=line)
         ref = layer.ref
-        data = _children(element, "data")
+        kids = _children_by_tag(element)
+        data = kids.get("data")
         if data:
             layer.data = dict(data[0].attrib)
             layer.data_line = data[0].sourceline
-        inputs = _children(element, "input")
+        inputs = kids.get("input")
         if inputs:
             layer.inputs = self.port_list(inputs[0], ref, False)
             if len(inputs) > 1:
                 self.diags.error("E-XML-STRUCTURE", "layer has more than one <input> element; "
                                  "OpenVINO reads only the first", layer=ref, line=inputs[1].sourceline)
-        outputs = _children(element, "output")
+        outputs = kids.get("output")
         if outputs:
             layer.outputs = self.port_list(outputs[0], ref, True)
-        rt = _children(element, "rt_info")
+        rt = kids.get("rt_info")
         layer.rt_info = _rt_info(rt[0]) if rt else {}
         if element.get("output_names") is not None:
             layer.output_names = split_names(element.get("output_names"))
         for body_tag in SUBGRAPH_BODIES:
-            bodies = _children(element, body_tag)
+            bodies = kids.get(body_tag)
             if bodies:
                 outer_scope = self.scope
                 self.scope = f"{outer_scope}{layer.id}/" + ("" if body_tag == "body" else body_tag[:-5] + "/")
@@ -239,11 +249,11 @@ class _Reader:
                 finally:
                     self.scope = outer_scope
         for map_tag in ("port_map", "then_port_map", "else_port_map"):
-            maps = _children(element, map_tag)
+            maps = kids.get(map_tag)
             if maps:
                 layer.port_maps[map_tag] = [dict(m.attrib, kind=m.tag, line=m.sourceline)
                                             for m in maps[0] if isinstance(m.tag, str)]
-        back = _children(element, "back_edges")
+        back = kids.get("back_edges")
         if back:
             layer.back_edges = [dict(e.attrib, line=e.sourceline) for e in back[0] if isinstance(e.tag, str)]
         return layer

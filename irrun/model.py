@@ -260,5 +260,10 @@ def validate(path: str | Path) -> Report:
     except IrrunError as exc:
         diag = Diagnostic("error", exc.code or "E-UNREADABLE", exc.message, exc.file or file, exc.line, exc.layer)
         return Report(file, [diag], unreadable=isinstance(exc, UnreadableFileError))
+    except RecursionError:
+        return Report(file, [Diagnostic("error", "E-TOO-DEEP", "the file nests too deeply to check", file)])
+    except Exception as exc:  # noqa: BLE001 - validate reports, it never raises for a model's defect
+        return Report(file, [Diagnostic("error", "E-INTERNAL", f"irrun could not check this file: "
+                                        f"{type(exc).__name__}: {exc}", file)])
     diagnostics.sort(key=lambda d: (d.line or 0))
     return Report(file, diagnostics)

@@ -104,5 +104,11 @@ def registered_keys() -> set[tuple[str, int]]:
     return set(_REGISTRY)
 
 
+_ops_loaded = False
+
+
 def _load_ops() -> None:
-    from . import ops  # noqa: F401  (importing the package registers every family)
+    global _ops_loaded
+    if not _ops_loaded:
+        from . import ops  # noqa: F401  (importing the package registers every family)
+        _ops_loaded = True

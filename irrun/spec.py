@@ -196,6 +196,7 @@ class VersionLookupError(Exception):
         self.code = code
 
 
+@cache
 def resolve_version(type_name: str, version: str) -> tuple[str, int]:
     """(`type`, `version` attribute) -> (canonical type, op version number)."""
     canonical = canonical_type(type_name)
