@@ -1,4 +1,5 @@
-"""Activations: Relu, Sigmoid, Tanh, Clamp, Softmax.
+"""Activations: Relu, Sigmoid, Tanh, Clamp, Softmax, PRelu, Elu, Selu, Gelu,
+HSwish, HSigmoid, HardSigmoid, Swish, Mish, SoftPlus, SoftSign, LogSoftmax.
 
 Each keeps its input's shape and element type.  The transcendental ones go
 through `float_math`, which computes f16 in f32 (as OpenVINO's CPU plugin does
@@ -12,8 +13,10 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ShapeError
+from ..etypes import from_dtype
 from ..registry import Op, register
-from ..shapes import normalize_axis
+from ..shapes import format_shape, normalize_axis
+from .common import convert_array
 
 
 def float_math(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -22,18 +25,54 @@ def float_math(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndar
         if x.dtype.kind == "f":
             y = fn(x.astype(np.float32) if x.dtype == np.float16 else x)
             return np.asarray(y, dtype=x.dtype)
-        # Integer inputs: OpenVINO computes in float and rounds, e.g. Sigmoid(1) = 1, Tanh(-3) = -1.
-        return np.asarray(np.rint(fn(x.astype(np.float64))), dtype=x.dtype)
+        # Integer inputs: OpenVINO's CPU plugin computes in float and rounds, e.g. Sigmoid(1) = 1,
+        # Sqrt(3) = 2.  Results an integer cannot hold (NaN, inf, overflow) convert as Convert does.
+        return convert_array(np.rint(fn(x.astype(np.float64))), from_dtype(x.dtype))
+
+
+_TAYLOR_TERMS = 60         # enough for |x| < 2.5 to reach double precision
+_FRACTION_TERMS = 60       # enough for |x| >= 2.5
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function to double precision (NumPy has none): a Taylor series
+    near zero, a continued fraction of erfc in the tails."""
+    x = np.asarray(x, np.float64)
+    near = np.abs(x) < 2.5
+    xs = np.where(near, x, 0.0)
+    square, term, total = xs * xs, xs, xs
+    for n in range(1, _TAYLOR_TERMS):
+        term = term * -square / n
+        total = total + term / (2 * n + 1)
+    tail = np.where(near, 3.0, np.abs(x))
+    fraction = tail
+    for n in range(_FRACTION_TERMS, 0, -1):
+        fraction = tail + (n / 2) / fraction
+    erfc = np.exp(-tail * tail) / (math.sqrt(math.pi) * fraction)
+    return np.copysign(np.where(near, 2 / math.sqrt(math.pi) * total, 1 - erfc), x)
 
 
 class UnaryElementwise(Op):
-    """Same shape and element type out; numeric element types only."""
+    """Same shape and element type out; numeric element types only (floating-point with `float_only`)."""
+
+    float_only = False
 
     def infer(self, inputs):
         t = inputs[0]
-        if t.etype.kind in ("bool", "string"):
-            raise ShapeError(f"{self.spec.type} does not support input element type {t.etype}")
+        if t.etype.kind in ("bool", "string") or (self.float_only and t.etype.kind in ("int", "uint")):
+            allowed = "floating-point" if self.float_only else "numeric"
+            raise ShapeError(f"{self.spec.type} takes {allowed} input, got element type {t.etype}")
         return [t.like()]
+
+    def check_parameter(self, inputs, index: int, *, scalar: bool) -> None:
+        """A parameter input (alpha, beta, lambda): data's element type, and rank 0 where `scalar`."""
+        data, param = inputs[0], inputs[index]
+        name = self.spec.inputs[index].name
+        if param.etype != data.etype and "dynamic" not in (param.etype.kind, data.etype.kind):
+            raise ShapeError(f"{self.spec.type} input {name} has element type {param.etype}, "
+                             f"data has {data.etype}: they must match")
+        if scalar and param.rank not in (None, 0):
+            raise ShapeError(f"{self.spec.type} input {name} must be a scalar, got shape {format_shape(param.shape)}")
 
 
 @register("Relu", 1)
@@ -114,3 +153,199 @@ class Softmax(UnaryElementwise):
     def run(self, x):
         axis = self.axis(x.ndim)
         return float_math(_softmax(axis if x.ndim else None), x)
+
+
+# ---------------------------------------------------------------- PRelu
+
+def _slope_layout(data_shape, slope_shape) -> tuple | None:
+    """The shape slope takes to broadcast against data, or None where it cannot.
+
+    A 1-D slope as long as the channel axis (axis 1, axis 0 for 1-D data) runs
+    along that axis, even where it also matches the last axis; any other slope
+    broadcasts numpy-style onto data and must not widen it.
+    """
+    if data_shape is None or slope_shape is None:
+        return slope_shape
+    rank = len(data_shape)
+    channel = 1 if rank > 1 else 0
+    if len(slope_shape) == 1 and rank:
+        if not (isinstance(slope_shape[0], int) and isinstance(data_shape[channel], int)):
+            return slope_shape                     # may run along the channels: known only when run
+        if slope_shape[0] == data_shape[channel]:
+            return tuple(slope_shape[0] if axis == channel else 1 for axis in range(rank))
+    extra = len(slope_shape) - rank
+    if extra > 0:
+        if any(isinstance(d, int) and d != 1 for d in slope_shape[:extra]):
+            return None                             # would widen the output beyond data
+        slope_shape = slope_shape[extra:]
+    for s, d in zip(reversed(slope_shape), reversed(data_shape)):
+        if isinstance(s, int) and isinstance(d, int) and s not in (1, d):
+            return None
+    return tuple(slope_shape)
+
+
+@register("PRelu", 1)
+class PRelu(UnaryElementwise):
+    def infer(self, inputs):
+        data, slope = inputs
+        if _slope_layout(data.shape, slope.shape) is None:
+            raise ShapeError(f"PRelu slope {format_shape(slope.shape)} fits neither the channel axis nor, "
+                             f"numpy-style, the data {format_shape(data.shape)}")
+        return super().infer(inputs)
+
+    def run(self, x, slope):
+        slope = slope.reshape(_slope_layout(x.shape, slope.shape)).astype(x.dtype, copy=False)
+        with np.errstate(over="ignore"):
+            return np.where(x < 0, x * slope, x)   # integers wrap; NaN and -0.0 pass through
+
+
+# ---------------------------------------------------------------- exponential units
+
+@register("Elu", 1)
+class Elu(UnaryElementwise):
+    def run(self, x):
+        alpha = self.attrs.alpha
+        return float_math(lambda v: np.where(v < 0, alpha * np.expm1(v), v), x)
+
+
+@register("Selu", 1)
+class Selu(UnaryElementwise):
+    float_only = True
+
+    def infer(self, inputs):
+        self.check_parameter(inputs, 1, scalar=False)
+        self.check_parameter(inputs, 2, scalar=False)
+        return super().infer(inputs)
+
+    def run(self, x, alpha, lam):
+        # One value each is the norm; of longer tensors the CPU plugin uses the first value.
+        a, scale = (float(p.reshape(-1)[0]) for p in (alpha, lam))
+        return float_math(lambda v: np.where(v > 0, scale * v, (a * scale) * np.expm1(v)), x)
+
+
+# ---------------------------------------------------------------- Gelu, Swish, Mish, SoftPlus, SoftSign
+
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+
+
+def _gelu_erf(x):
+    return 0.5 * x * (1 + erf(x / math.sqrt(2)).astype(x.dtype))
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
+
+
+@register("Gelu", 2, 7)
+class Gelu(UnaryElementwise):
+    float_only = True
+
+    def run(self, x):
+        mode = self.attrs.get("approximation_mode") or "erf"   # Gelu-2 has no attribute: always erf
+        return float_math(_gelu_tanh if mode == "tanh" else _gelu_erf, x)
+
+
+@register("Swish", 4)
+class Swish(UnaryElementwise):
+    float_only = True
+
+    def infer(self, inputs):
+        if len(inputs) > 1:
+            self.check_parameter(inputs, 1, scalar=True)
+        return super().infer(inputs)
+
+    def run(self, x, beta=None):
+        b = 1.0 if beta is None else float(beta.reshape(()))
+        return float_math(lambda v: v / (1 + np.exp(-b * v)), x)
+
+
+def _softplus(x):
+    # log(1 + exp(x)) without overflow: x itself once exp(x) dwarfs 1, as OpenVINO's threshold does.
+    return np.logaddexp(np.zeros((), x.dtype), x)
+
+
+@register("SoftPlus", 4)
+class SoftPlus(UnaryElementwise):
+    float_only = True
+
+    def run(self, x):
+        return float_math(_softplus, x)
+
+
+@register("Mish", 4)
+class Mish(UnaryElementwise):
+    float_only = True
+
+    def run(self, x):
+        return float_math(lambda v: v * np.tanh(_softplus(v)), x)
+
+
+@register("SoftSign", 9)
+class SoftSign(UnaryElementwise):
+    float_only = True
+
+    def run(self, x):
+        return float_math(lambda v: v / (1 + np.abs(v)), x)
+
+
+# ---------------------------------------------------------------- hard (piecewise linear) sigmoids
+
+def _relu6(v):
+    return np.minimum(np.maximum(v + 3, 0), 6)
+
+
+@register("HSwish", 4)
+class HSwish(UnaryElementwise):
+    def run(self, x):
+        return float_math(lambda v: v * _relu6(v) / 6, x)
+
+
+@register("HSigmoid", 5)
+class HSigmoid(UnaryElementwise):
+    def run(self, x):
+        return float_math(lambda v: _relu6(v) / 6, x)
+
+
+@register("HardSigmoid", 1)
+class HardSigmoid(UnaryElementwise):
+    def infer(self, inputs):
+        self.check_parameter(inputs, 1, scalar=True)
+        self.check_parameter(inputs, 2, scalar=True)
+        return super().infer(inputs)
+
+    def run(self, x, alpha, beta):
+        a, b = (float(p.reshape(())) for p in (alpha, beta))
+        # fmin/fmax as std::min/std::max in OpenVINO: NaN gives 1.
+        return float_math(lambda v: np.fmax(0, np.fmin(1, (a * v + b).astype(v.dtype))), x)
+
+
+# ---------------------------------------------------------------- LogSoftmax
+
+def _log_softmax(axis: int | None, integral: bool):
+    def log_softmax(x):
+        if x.size == 0:
+            return x
+        shifted = x - x.max(axis=axis, keepdims=True)   # max subtracted: exp cannot overflow
+        exps = np.exp(shifted)
+        if integral:
+            # OpenVINO keeps the exponentials in the integer type: exp(x - max) rounds to 1 at the
+            # maximum and 0 elsewhere, so the sum counts the maxima.
+            exps = np.rint(exps)
+        return shifted - np.log(exps.sum(axis=axis, keepdims=True))
+    return log_softmax
+
+
+@register("LogSoftmax", 5)
+class LogSoftmax(UnaryElementwise):
+    def axis(self, rank: int) -> int | None:
+        if rank == 0 and self.attrs.axis in (0, -1):   # a scalar: its one element
+            return None
+        return normalize_axis(self.attrs.axis, rank, "LogSoftmax axis")
+
+    def infer(self, inputs):
+        if inputs[0].rank is not None:
+            self.axis(inputs[0].rank)
+        return super().infer(inputs)
+
+    def run(self, x):
+        return float_math(_log_softmax(self.axis(x.ndim), x.dtype.kind in "iu"), x)

@@ -1,4 +1,4 @@
-"""Parameter, Constant, Result and Convert: the ops every IR has."""
+"""Parameter, Constant, Result, Convert and ConvertLike: the ops every IR has."""
 from __future__ import annotations
 
 
@@ -56,3 +56,16 @@ class Convert(Op):
 
     def run(self, x):
         return convert_array(x, self.attrs.destination_type)
+
+
+@register("ConvertLike", 1)
+class ConvertLike(Op):
+    """Convert to the element type of a second input, whose values are never read."""
+
+    def infer(self, inputs):
+        data, like = inputs
+        self.destination = like.etype
+        return [data.like(etype=like.etype)]
+
+    def run(self, x, like):
+        return convert_array(x, self.destination)

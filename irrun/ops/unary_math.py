@@ -1,2 +1,185 @@
-"""unary_math ops."""
+"""Elementwise math: Abs, Negative, Sign, Floor, Ceiling, Round, the square
+root, exponential, logarithm, error function, the trigonometric and
+hyperbolic functions and their inverses, and the IsFinite/IsInf/IsNaN tests.
+
+Every op keeps its input's shape.  The transcendental functions go through
+`float_math` (f16 computed in f32; integer inputs computed in float, rounded to
+nearest).  Abs, Negative and Sign stay in the integer type (wrapping, as C++
+does: Abs(INT_MIN) = INT_MIN), and rounding an integer changes nothing.
+"""
 from __future__ import annotations
+
+import numpy as np
+
+from .. import etypes
+from ..errors import ShapeError
+from ..registry import Op, register
+from .activation import UnaryElementwise, erf, float_math
+
+
+class FloatFunction(UnaryElementwise):
+    """A real function, computed through `float_math`."""
+
+    function = staticmethod(np.exp)
+
+    def run(self, x):
+        return float_math(self.function, x)
+
+
+@register("Sqrt", 1)
+class Sqrt(FloatFunction):
+    function = staticmethod(np.sqrt)
+
+
+@register("Exp", 1)
+class Exp(FloatFunction):
+    function = staticmethod(np.exp)
+
+
+@register("Log", 1)
+class Log(FloatFunction):
+    function = staticmethod(np.log)
+
+
+@register("Erf", 1)
+class Erf(FloatFunction):
+    function = staticmethod(erf)
+
+
+@register("Sin", 1)
+class Sin(FloatFunction):
+    function = staticmethod(np.sin)
+
+
+@register("Cos", 1)
+class Cos(FloatFunction):
+    function = staticmethod(np.cos)
+
+
+@register("Tan", 1)
+class Tan(FloatFunction):
+    function = staticmethod(np.tan)
+
+
+@register("Asin", 1)
+class Asin(FloatFunction):
+    function = staticmethod(np.arcsin)
+
+
+@register("Acos", 1)
+class Acos(FloatFunction):
+    function = staticmethod(np.arccos)
+
+
+@register("Atan", 1)
+class Atan(FloatFunction):
+    function = staticmethod(np.arctan)
+
+
+@register("Sinh", 1)
+class Sinh(FloatFunction):
+    function = staticmethod(np.sinh)
+
+
+@register("Cosh", 1)
+class Cosh(FloatFunction):
+    function = staticmethod(np.cosh)
+
+
+@register("Asinh", 4)
+class Asinh(FloatFunction):
+    function = staticmethod(np.arcsinh)
+
+
+@register("Acosh", 4)
+class Acosh(FloatFunction):
+    function = staticmethod(np.arccosh)
+
+
+@register("Atanh", 4)
+class Atanh(FloatFunction):
+    function = staticmethod(np.arctanh)
+
+
+# ---------------------------------------------------------------- exact in the input's type
+
+@register("Abs", 1)
+class Abs(UnaryElementwise):
+    def run(self, x):
+        return np.abs(x)
+
+
+@register("Negative", 1)
+class Negative(UnaryElementwise):
+    def run(self, x):
+        return np.negative(x)   # unsigned types wrap: -1 as u8 is 255
+
+
+@register("Sign", 1)
+class Sign(UnaryElementwise):
+    def run(self, x):
+        return np.sign(x)       # NaN stays NaN, -0.0 gives 0
+
+
+class Rounding(UnaryElementwise):
+    """Integers are already whole: they pass through unchanged."""
+
+    def run(self, x):
+        return self.round(x) if x.dtype.kind == "f" else x
+
+    def round(self, x):
+        raise NotImplementedError
+
+
+@register("Floor", 1)
+class Floor(Rounding):
+    round = staticmethod(np.floor)
+
+
+@register("Ceiling", 1)
+class Ceiling(Rounding):
+    round = staticmethod(np.ceil)
+
+
+def _round_half_away_from_zero(x):
+    whole = np.trunc(x)
+    # x - trunc(x) is exact, so halves are found without the error x + 0.5 would make
+    # (0.49999997 rounds to 0; the CPU plugin's x + 0.5 gives 1).
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole)
+
+
+@register("Round", 5)
+class Round(Rounding):
+    def round(self, x):
+        return np.rint(x) if self.attrs.mode == "half_to_even" else _round_half_away_from_zero(x)
+
+
+# ---------------------------------------------------------------- floating-point class tests
+
+class FloatTest(Op):
+    """Floating-point input, boolean output of the same shape."""
+
+    def infer(self, inputs):
+        t = inputs[0]
+        if not (t.etype.is_float or t.etype.kind == "dynamic"):
+            raise ShapeError(f"{self.spec.type} takes floating-point input, got element type {t.etype}")
+        return [t.like(etype=etypes.boolean)]
+
+
+@register("IsFinite", 10)
+class IsFinite(FloatTest):
+    def run(self, x):
+        return np.isfinite(x)
+
+
+@register("IsNaN", 10)
+class IsNaN(FloatTest):
+    def run(self, x):
+        return np.isnan(x)
+
+
+@register("IsInf", 10)
+class IsInf(FloatTest):
+    def run(self, x):
+        return (np.isposinf(x) & self.attrs.detect_positive) | (np.isneginf(x) & self.attrs.detect_negative)
