@@ -1,15 +1,18 @@
-"""Elementwise binary arithmetic: Add, Subtract, Multiply, Divide.
+"""Elementwise binary arithmetic: Add, Subtract, Multiply, Divide, Maximum, Minimum,
+Power, SquaredDifference, FloorMod, Mod.
 
 `BinaryElementwise` is what every two-input elementwise op shares: the three
 `auto_broadcast` modes (shape function and kernel alignment) and the rule that
 both inputs have one element type.  A new op only names its element rule:
 
-    @register("Maximum", 1)
-    class Maximum(BinaryArithmetic):
-        compute = staticmethod(np.maximum)
+    @register("Add", 1)
+    class Add(BinaryArithmetic):
+        compute = staticmethod(np.add)
 
 Comparison and logical ops subclass `BinaryElementwise` and override
-`check_etype` / `output_etype`.  Integers wrap on overflow, as in C++.
+`check_etype` / `output_etype`; Select uses the same broadcasting pieces
+(`broadcast_binary`, `pdpd_align`, `check_equal_shapes`).  Integers wrap on
+overflow, as in C++.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from ..errors import ShapeError
 from ..etypes import ElementType
 from ..registry import Op, TensorType, register
 from ..shapes import Shape, broadcast_shapes, dims_compatible, dim_merge, format_shape
+from .common import convert_array
 
 PDPD_AXIS = "auto_broadcast.auto_broadcast_axis"
 
@@ -85,19 +89,50 @@ def broadcast_binary(a: Shape, b: Shape, mode: str, axis: int = -1) -> Shape:
     return _none_shape(a, b)   # "none" and its alias "explicit"
 
 
-def broadcast_notes(a: Shape, b: Shape, out: Shape) -> dict[int, str] | None:
-    """Per output dim, the input dims it came from (right-aligned), for diagnostics."""
-    if a is None or b is None or out is None:
+def pdpd_align(x: np.ndarray, target_ndim: int, axis: int) -> np.ndarray:
+    """x reshaped so NumPy broadcasting lines it up with a rank-`target_ndim` array from `axis` (pdpd)."""
+    start = pdpd_start(target_ndim, x.ndim, axis)
+    return x.reshape((1,) * start + x.shape + (1,) * (target_ndim - start - x.ndim))
+
+
+def check_equal_shapes(*arrays: np.ndarray) -> None:
+    """auto_broadcast=none at run time (dynamic shapes can disagree only now)."""
+    if any(a.shape != arrays[0].shape for a in arrays[1:]):
+        raise ShapeError("auto_broadcast=none needs equal shapes, got "
+                         + " and ".join(format_shape(a.shape) for a in arrays))
+
+
+def broadcast_notes(out: Shape, inputs: dict[str, Shape]) -> dict[int, str] | None:
+    """Per output dim, the input dims it came from (right-aligned), for diagnostics.
+
+    `inputs` maps a name ("input 0", "cond" ...) to that input's shape.
+    """
+    if out is None or any(shape is None for shape in inputs.values()):
         return None
 
     def dim_from(shape, i):   # i counts from the end
         return str(shape[i]) if -i <= len(shape) else "none"
 
-    return {len(out) + i: f"broadcast of input 0's {dim_from(a, i)} and input 1's {dim_from(b, i)}"
-            for i in range(-len(out), 0)}
+    def note(i):
+        parts = [f"{name}'s {dim_from(shape, i)}" for name, shape in inputs.items()]
+        return "broadcast of " + ", ".join(parts[:-1]) + " and " + parts[-1]
+
+    return {len(out) + i: note(i) for i in range(-len(out), 0)}
 
 
-class BinaryElementwise(Op):
+class Broadcasting(Op):
+    """An op with an `auto_broadcast` attribute (and, for pdpd, its axis)."""
+
+    @property
+    def mode(self) -> str:
+        return self.attrs.get("auto_broadcast", "numpy")
+
+    @property
+    def pdpd_axis(self) -> int:
+        return self.attrs.get(PDPD_AXIS, 0)   # 0 when absent, as OpenVINO's IR reader assumes
+
+
+class BinaryElementwise(Broadcasting):
     """Two inputs of one element type, broadcast by `auto_broadcast`."""
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -109,29 +144,19 @@ class BinaryElementwise(Op):
     def output_etype(self, etype: ElementType) -> ElementType:
         return etype
 
-    @property
-    def mode(self) -> str:
-        return self.attrs.get("auto_broadcast", "numpy")
-
-    @property
-    def pdpd_axis(self) -> int:
-        return self.attrs.get(PDPD_AXIS, 0)   # 0 when absent, as OpenVINO's IR reader assumes
-
     def infer(self, inputs):
         a, b = inputs
         etype = merge_etypes(a.etype, b.etype)
         self.check_etype(etype)
         shape = broadcast_binary(a.shape, b.shape, self.mode, self.pdpd_axis)
-        notes = broadcast_notes(a.shape, b.shape, shape) if self.mode == "numpy" else None
+        notes = broadcast_notes(shape, {"input 0": a.shape, "input 1": b.shape}) if self.mode == "numpy" else None
         return [TensorType(shape, self.output_etype(etype), notes=notes)]
 
     def run(self, a, b):
         if self.mode == "pdpd":
-            start = pdpd_start(a.ndim, b.ndim, self.pdpd_axis)
-            b = b.reshape((1,) * start + b.shape + (1,) * (a.ndim - start - b.ndim))
-        elif self.mode != "numpy" and a.shape != b.shape:
-            raise ShapeError(f"auto_broadcast=none needs equal shapes, got {format_shape(a.shape)} and "
-                             f"{format_shape(b.shape)}")
+            b = pdpd_align(b, a.ndim, self.pdpd_axis)
+        elif self.mode != "numpy":
+            check_equal_shapes(a, b)
         with np.errstate(all="ignore"):   # overflow wraps, x/0 is inf or nan, as in C++
             return np.asarray(self.compute(a, b))
 
@@ -176,3 +201,105 @@ class Divide(BinaryArithmetic):
             inexact = (quotient * b != a) & ((a < 0) != (b < 0)) & (b != 0)
             quotient = quotient + inexact.astype(quotient.dtype)
         return quotient
+
+
+# ---------------------------------------------------------------- Maximum, Minimum, Power, SquaredDifference, FloorMod, Mod
+
+def _f16_in_f32(fn, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """fn with f16 operands widened to f32 and the result rounded back, as the CPU plugin computes f16."""
+    if a.dtype == np.float16:
+        return np.asarray(fn(a.astype(np.float32), b.astype(np.float32))).astype(np.float16)
+    return fn(a, b)
+
+
+def _from_double(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A double result cast to the op's type as C++'s static_cast does on x86 (inf/NaN -> INT_MIN pattern)."""
+    if dtype.kind == "f":
+        return x.astype(dtype)
+    if dtype == np.uint32:
+        # x86-64 converts double to uint32 through a 64-bit integer: exact below 2**32, then its low bits.
+        return convert_array(x, etypes.i64).astype(np.uint32)
+    return convert_array(x, etypes.from_dtype(dtype))
+
+
+def _truncated_remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C++ `a % b` for integers; x % 0 (a trap in C++) gives what the double path of FloorMod gives: NaN cast."""
+    remainder = np.fmod(a, b)   # INT_MIN % -1 is 0, where x86 traps
+    return np.where(b == 0, _from_double(np.array(np.nan), a.dtype), remainder)
+
+
+@register("Maximum", 1)
+class Maximum(BinaryArithmetic):
+    """std::max(a, b) = `a < b ? b : a`, as OpenVINO's reference: a NaN in a is kept, one in b is not,
+    and max(0.0, -0.0) is 0.0 (the CPU plugin's `a > b ? a : b` does the reverse; specs/errata/elementwise.md)."""
+
+    def compute(self, a, b):
+        return np.where(a < b, b, a)
+
+
+@register("Minimum", 1)
+class Minimum(BinaryArithmetic):
+    """std::min(a, b) = `b < a ? b : a`, NaN and signed zeros as in Maximum."""
+
+    def compute(self, a, b):
+        return np.where(b < a, b, a)
+
+
+def _square_of_difference(a, b):
+    difference = a - b   # integers wrap first, so the result is (a - b)**2 modulo 2**bits as in C++
+    return difference * difference
+
+
+@register("SquaredDifference", 1)
+class SquaredDifference(BinaryArithmetic):
+    def compute(self, a, b):
+        return _f16_in_f32(_square_of_difference, a, b)
+
+
+@register("Power", 1)
+class Power(BinaryArithmetic):
+    """Integers: std::pow in double, then cast, as OpenVINO's reference.
+
+    So 2 ** -1 = 0, (-1) ** -3 = -1, and 0 ** -1 or an overflowing power is
+    whatever x86 makes of the cast (INT_MIN for i32 and i64).
+    """
+
+    def compute(self, a, b):
+        if a.dtype.kind in "iu":
+            return _from_double(np.power(a.astype(np.float64), b.astype(np.float64)), a.dtype)
+        return _f16_in_f32(np.power, a, b)
+
+
+@register("FloorMod", 1)
+class FloorMod(BinaryArithmetic):
+    """Remainder with the sign of the divisor: a - b * floor(a / b).
+
+    Floats and signed integers are computed in double as OpenVINO's reference
+    does (int64 beyond 2**53 rounds there too, and x mod 0 is the cast of NaN);
+    unsigned integers are exact, `a % b`.
+    """
+
+    def compute(self, a, b):
+        if a.dtype.kind == "u":
+            return _truncated_remainder(a, b)
+        wide_a, wide_b = a.astype(np.float64), b.astype(np.float64)
+        return _from_double(wide_a - wide_b * np.floor(wide_a / wide_b), a.dtype)
+
+
+def _float_mod(a, b):
+    return a - np.trunc(a / b) * b
+
+
+@register("Mod", 1)
+class Mod(BinaryArithmetic):
+    """Remainder with the sign of the dividend (truncated division).
+
+    Integers: C++ `a % b`, exact.  Floats: a - trunc(a / b) * b in f32, as the
+    CPU plugin computes it (the reference has no float kernel); unlike fmod,
+    mod(1, inf) is NaN.
+    """
+
+    def compute(self, a, b):
+        if a.dtype.kind in "iu":
+            return _truncated_remainder(a, b)
+        return _f16_in_f32(_float_mod, a, b)
