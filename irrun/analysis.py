@@ -48,7 +48,7 @@ class Node:
     op: Op | None = None
     inputs: list[tuple[str, int] | None] = field(default_factory=list)
     types: list[TensorType | None] = field(default_factory=list)
-    bad_attrs: bool = False          # an attribute could not be read: outputs stay unknown
+    malformed: bool = False          # wrong port count or unreadable attribute: not inferred
     declared_only: bool = False      # types are the declared ones, not inferred (unsupported or failed)
     body_nodes: list[dict[str, "Node"]] = field(default_factory=list)   # sub-graph bodies, analyzed
 
@@ -90,7 +90,8 @@ def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> 
             continue
         lo, hi = spec.input_range
         n_in = len(layer.inputs)
-        if n_in < lo or (hi is not None and n_in > hi):
+        node.malformed = n_in < lo or (hi is not None and n_in > hi)
+        if node.malformed:
             want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
             diags.error("E-OP-INPUTS", f"has {n_in} input{'s' if n_in != 1 else ''}, {spec.label} takes {want}",
                         layer=layer.ref)
@@ -106,7 +107,7 @@ def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> 
         attrs, problems = parse_attrs(spec, data)
         for p in problems:
             diags.add(p.severity, p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
-        node.bad_attrs = any(p.code in _UNREADABLE_ATTR for p in problems)
+        node.malformed |= any(p.code in _UNREADABLE_ATTR for p in problems)
         op = impl(spec, attrs)
         op.context = context
         op.layer = layer
@@ -222,7 +223,7 @@ def infer_node(node: Node, in_types: list[TensorType]) -> list[TensorType]:
 def _inferred_types(node: Node, in_types: list[TensorType], diags: Diagnostics) -> list[TensorType] | None:
     """The op's own shape function on `in_types`; None where it cannot say."""
     layer = node.layer
-    if node.op is None or node.bad_attrs:
+    if node.op is None or node.malformed:
         return None
     spatial = node.op.spatial_rank(in_types)
     problems = check_spatial_lengths(node.op.spec, node.op.attrs, spatial) if spatial is not None else []

@@ -183,6 +183,8 @@ def broadcast_shapes(a: Shape, b: Shape) -> Shape:
 
 
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
-    if not -rank <= axis < max(rank, 1) or (rank == 0 and axis not in (0, -1)):
+    if rank == 0 and axis in (0, -1):   # a scalar's one axis, as OpenVINO allows
+        return 0
+    if not -rank <= axis < rank:
         raise ShapeError(f"{what} {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis

@@ -91,6 +91,7 @@ def _exercise(tmp_path: Path, xml: bytes, bin_bytes: bytes) -> None:
     path.with_suffix(".bin").write_bytes(bin_bytes)
     report = irrun.validate(path)
     assert isinstance(report, irrun.Report)
+    assert "E-INTERNAL" not in report.codes(), [d.format() for d in report]
     try:
         model = irrun.load(path, max_memory=64 << 20)
     except irrun.IrrunError:
