@@ -5,8 +5,14 @@ from pathlib import Path
 
 import numpy as np
 import openvino as ov
+import pytest
 
 import irrun
+from irrun.errors import ShapeError
+from irrun.etypes import from_dtype
+from irrun.registry import TensorType, implementation
+from irrun.shapes import format_shape, parse_partial_shape
+from irrun.spec import all_specs, parse_attrs
 
 _CORE = ov.Core()
 CPU_F32 = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -69,3 +75,38 @@ def compare(model: ov.Model, inputs: list[np.ndarray], tmp_path: Path, *, rtol=1
     for (name, actual), exp in zip(got.items(), expected):
         assert_close(actual, exp, rtol=rtol, atol=atol, what=name)
     return got
+
+
+# ---------------------------------------------------------------- shape functions vs OpenVINO's
+
+def irrun_infer(type_name: str, version: int, attrs: dict, inputs: list[TensorType]) -> TensorType:
+    """Output 0 of irrun's shape function, for attributes given as Python values."""
+    spec = all_specs()[(type_name, version)]
+    parsed, problems = parse_attrs(spec, {k: str(v).lower() if isinstance(v, bool) else str(v)
+                                          for k, v in attrs.items()})
+    assert not problems, problems
+    return implementation(type_name, version)(spec, parsed).infer(inputs)[0]
+
+
+def as_tensor_type(node_output) -> TensorType:
+    """What irrun knows about an OpenVINO node's output: shape, type, value if it is a Constant."""
+    node = node_output.get_node()
+    etype = from_dtype(node_output.get_element_type().to_dtype())
+    value = node.get_data().copy() if node.get_type_name() == "Constant" else None
+    return TensorType(parse_partial_shape(str(node_output.get_partial_shape())), etype, value)
+
+
+def check_shape_function(ov_build, type_name: str, version: int, attrs: dict, args: list) -> None:
+    """`args` are OpenVINO nodes; the op built from them by OpenVINO and by irrun must agree on
+    the output shape and element type, or both refuse it (irrun with a ShapeError)."""
+    inputs = [as_tensor_type(a.output(0)) for a in args]
+    try:
+        node = ov_build(*args)
+    except RuntimeError as exc:
+        with pytest.raises(ShapeError):
+            got = irrun_infer(type_name, version, attrs, inputs)
+            pytest.fail(f"OpenVINO refuses this ({str(exc).splitlines()[-1]}), irrun infers {format_shape(got.shape)}")
+        return
+    got = irrun_infer(type_name, version, attrs, inputs)
+    assert format_shape(got.shape) == str(node.get_output_partial_shape(0))
+    assert got.etype.name == node.get_output_element_type(0).get_type_name()

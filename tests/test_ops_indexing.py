@@ -23,13 +23,9 @@ import openvino.opset12 as ops12
 import openvino.opset15 as ops15
 import pytest
 
-from ovutil import compare, save
+from ovutil import as_tensor_type, check_shape_function, compare, irrun_infer, save
 import irrun
 from irrun.errors import IrrunError, ShapeError
-from irrun.etypes import from_dtype
-from irrun.registry import TensorType, implementation
-from irrun.shapes import format_shape, parse_partial_shape
-from irrun.spec import all_specs, parse_attrs
 
 D = ov.Dimension
 DYN = ov.PartialShape.dynamic()
@@ -102,38 +98,6 @@ def run_one(tmp_path, build, arrays, *, dynamic=False, oracle="cpu", consts=(), 
 
 
 # ---------------------------------------------------------------- shape functions vs OpenVINO
-
-def irrun_infer(type_name, version, attrs, inputs):
-    spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(spec, {k: str(v).lower() if isinstance(v, bool) else str(v)
-                                          for k, v in attrs.items()})
-    assert not problems, problems
-    return implementation(type_name, version)(spec, parsed).infer(inputs)[0]
-
-
-def as_tensor_type(node_output) -> TensorType:
-    """What irrun knows about an OpenVINO node's output: shape, type, value if it is a Constant."""
-    node = node_output.get_node()
-    etype = from_dtype(node_output.get_element_type().to_dtype())
-    value = node.get_data().copy() if node.get_type_name() == "Constant" else None
-    return TensorType(parse_partial_shape(str(node_output.get_partial_shape())), etype, value)
-
-
-def check_shape_function(ov_build, type_name, version, attrs, args):
-    """`args` are OpenVINO nodes; the op built from them by OpenVINO and by irrun must agree
-    on the output shape and element type, or both refuse it."""
-    inputs = [as_tensor_type(a.output(0)) for a in args]
-    try:
-        node = ov_build(*args)
-    except RuntimeError as exc:
-        with pytest.raises(ShapeError):
-            got = irrun_infer(type_name, version, attrs, inputs)
-            pytest.fail(f"OpenVINO refuses this ({str(exc).splitlines()[-1]}), irrun infers {format_shape(got.shape)}")
-        return
-    got = irrun_infer(type_name, version, attrs, inputs)
-    assert format_shape(got.shape) == str(node.get_output_partial_shape(0))
-    assert got.etype.name == node.get_output_element_type(0).get_type_name()
-
 
 GATHER_SHAPES = [
     # data, indices, axis, batch_dims
