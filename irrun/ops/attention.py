@@ -1,2 +1,122 @@
-"""attention ops."""
+"""ScaledDotProductAttention-13: softmax(Q K^T * scale + mask) V over broadcast batch dims.
+
+As OpenVINO computes it (its decomposition pass and CPU kernel agree):
+* scale defaults to 1 / sqrt(E), E the last dim of the query;
+* a boolean mask keeps the positions that are true (the others get -inf), a
+  float mask is added; either broadcasts NumPy-style against [..., L, S];
+* causal=true masks key j > query i (top-left aligned when L != S) and then
+  ignores the attention_mask input altogether;
+* a row with every position masked is NaN (softmax of all -inf).
+f16 is computed in f32, as the CPU plugin does.
+"""
 from __future__ import annotations
+
+import numpy as np
+
+from .. import etypes
+from ..errors import ShapeError
+from ..registry import Op, TensorType, register
+from ..shapes import ANY, Shape, broadcast_dims, broadcast_shapes, dim_merge, format_shape, is_static
+
+_NAMES = ("query", "key", "value", "attention_mask", "scale")
+
+
+def _merge_batch(batch: Shape, other: Shape, what: str, shapes: list[Shape]) -> Shape:
+    try:
+        return broadcast_shapes(batch, other)
+    except ShapeError:
+        raise _incompatible(what, shapes) from None
+
+
+def _incompatible(what: str, shapes: list[Shape]) -> ShapeError:
+    listed = ", ".join(f"{n} {format_shape(s)}" for n, s in zip(_NAMES, shapes))
+    return ShapeError(f"{what} shape is not compatible with the other inputs ({listed})")
+
+
+def _merged_dim(a, b, what, shapes, *, broadcast=False):
+    try:
+        return broadcast_dims(a, b) if broadcast else dim_merge(a, b)
+    except ShapeError:
+        raise _incompatible(what, shapes) from None
+
+
+def sdpa_shape(shapes: list[Shape], causal: bool) -> Shape:
+    """Output shape [*batch, L, Ev] as OpenVINO infers it.
+
+    batch is the broadcast of the leading dims of query, key, value (and of a
+    rank >= 3 attention_mask unless causal); E (query, key) and S (key, value)
+    must match, and the mask's last two dims broadcast against L and S.
+    """
+    query, key, value = shapes[:3]
+    if query is not None and len(query) < 3:
+        raise ShapeError(f"query {format_shape(query)} must have rank 3 or more")
+    batch, l_dim, e_dim = (query[:-2], query[-2], query[-1]) if query is not None else (None, ANY, ANY)
+    s_dim = ev_dim = ANY
+    if key is not None:
+        if len(key) < 3:
+            raise _incompatible("key", shapes)
+        batch = _merge_batch(batch, key[:-2], "key", shapes)
+        e_dim = _merged_dim(e_dim, key[-1], "key", shapes)
+        s_dim = key[-2]
+    if value is not None:
+        if len(value) < 3:
+            raise _incompatible("value", shapes)
+        batch = _merge_batch(batch, value[:-2], "value", shapes)
+        s_dim = _merged_dim(s_dim, value[-2], "value", shapes)
+        ev_dim = value[-1]
+    mask = shapes[3] if len(shapes) > 3 else None
+    if mask is not None and not causal and len(mask) > 0:
+        if len(mask) < 2:
+            raise _incompatible("attention_mask", shapes)
+        l_dim = _merged_dim(l_dim, mask[-2], "attention_mask", shapes, broadcast=True)
+        s_dim = _merged_dim(s_dim, mask[-1], "attention_mask", shapes, broadcast=True)
+        if len(mask) >= 3:
+            batch = _merge_batch(batch, mask[:-2], "attention_mask", shapes)
+    scale = shapes[4] if len(shapes) > 4 else None
+    if is_static(scale) and scale not in ((), (1,)):   # OpenVINO checks a static scale shape only
+        raise ShapeError(f"scale {format_shape(scale)} must be a scalar or have one element")
+    return None if batch is None else tuple(batch) + (l_dim, ev_dim)
+
+
+@register("ScaledDotProductAttention", 13)
+class ScaledDotProductAttention(Op):
+    def infer(self, inputs):
+        etype = etypes.dynamic
+        for name, t in zip(_NAMES, inputs):
+            if name == "attention_mask" and t.etype is etypes.boolean:
+                continue
+            if t.etype is etypes.dynamic:
+                continue
+            if not t.etype.is_float:
+                what = "attention_mask must be floating-point or boolean" if name == "attention_mask" \
+                    else f"{name} must be floating-point"
+                raise ShapeError(f"{what}, got {t.etype}")
+            if etype is not etypes.dynamic and t.etype is not etype:
+                raise ShapeError(f"mixed element types: {name} is {t.etype}, the query is {etype}")
+            etype = t.etype
+        shape = sdpa_shape([t.shape for t in inputs], self.attrs.causal)
+        notes = None if shape is None else {
+            len(shape) - 2: "query rows L (broadcast with the mask's)",
+            len(shape) - 1: "last dim of value"}
+        return [TensorType(shape, etype, notes=notes)]
+
+    def run(self, query, key, value, mask=None, scale=None):
+        dtype = query.dtype
+        compute = (np.dtype(np.float32) if dtype.itemsize < 4 else dtype).type
+        q, k, v = (a.astype(compute) for a in (query, key, value))
+        if scale is None:
+            scale = 1 / np.sqrt(compute(q.shape[-1]))
+        else:
+            scale = scale.astype(compute).reshape(())
+        scores = (q * scale) @ np.swapaxes(k, -1, -2)
+        if self.attrs.causal:
+            rows, cols = scores.shape[-2:]
+            scores = scores + np.where(np.arange(cols) > np.arange(rows)[:, None], -np.inf, 0).astype(compute)
+        elif mask is not None:
+            if mask.dtype == np.bool_:
+                mask = np.where(mask, compute(0), compute(-np.inf))
+            scores = scores + mask.astype(compute)
+        with np.errstate(invalid="ignore"):   # an all-masked row is NaN, as in OpenVINO
+            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            weights = scores / scores.sum(axis=-1, keepdims=True)
+        return np.asarray(weights @ v, dtype=dtype)

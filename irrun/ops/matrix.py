@@ -1,11 +1,14 @@
-"""MatMul: batched matrix product with NumPy's (and OpenVINO's) 1-D rules."""
+"""MatMul (batched matrix product with NumPy's and OpenVINO's 1-D rules) and Einsum."""
 from __future__ import annotations
+
+import string
 
 import numpy as np
 
+from .. import etypes
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
-from ..shapes import Shape, broadcast_shapes, format_shape
+from ..shapes import ANY, Shape, broadcast_dims, broadcast_shapes, dim_merge, format_shape
 from .arithmetic import merge_etypes
 
 
@@ -64,3 +67,151 @@ class MatMul(Op):
             return np.asarray(np.matmul(a.astype(np.float32), b.astype(np.float32)), dtype=np.float16)
         with np.errstate(all="ignore"):   # integer products wrap, as in C++
             return np.asarray(np.matmul(a, b))
+
+
+# ---------------------------------------------------------------- Einsum
+
+ELLIPSIS = "..."
+
+
+def _labels(subscript: str, what: str) -> list[str]:
+    """Letters and at most one "..." (OpenVINO allows no spaces or other characters)."""
+    labels, i = [], 0
+    while i < len(subscript):
+        if subscript.startswith(ELLIPSIS, i) and ELLIPSIS not in labels:
+            labels.append(ELLIPSIS)
+            i += 3
+        elif subscript[i] in string.ascii_letters:
+            labels.append(subscript[i])
+            i += 1
+        else:
+            raise ShapeError(f'Einsum {what} "{subscript}" must be letters with at most one "..."')
+    return labels
+
+
+def parse_einsum(equation: str) -> tuple[list[list[str]], list[str]]:
+    """Input and output labels, the output recovered as OpenVINO does in implicit mode.
+
+    Implicit output: every label of an input subscript that no other input
+    subscript contains (a label repeated within one input is kept twice), sorted
+    (uppercase first), after "..." when an input has one.
+    """
+    inputs_text, arrow, output_text = equation.partition("->")
+    inputs = [_labels(sub, "input subscript") for sub in inputs_text.split(",")]
+    if arrow:
+        return inputs, _labels(output_text, "output subscript")
+    subscripts = inputs_text.split(",")
+    implicit = sorted(label for i, labels in enumerate(inputs) for label in labels
+                      if label != ELLIPSIS and not any(label in other for j, other in enumerate(subscripts) if j != i))
+    return inputs, ([ELLIPSIS] if any(ELLIPSIS in labels for labels in inputs) else []) + implicit
+
+
+def einsum_shape(equation: str, shapes: list[Shape]) -> tuple[Shape, list[str]]:
+    """Output shape and labels; dims of one label broadcast across inputs and must match within one."""
+    inputs, output = parse_einsum(equation)
+    if len(inputs) != len(shapes):
+        raise ShapeError(f'Einsum equation "{equation}" has {len(inputs)} input subscripts for {len(shapes)} inputs')
+    dims: dict[str, object] = {}
+    for k, (labels, shape) in enumerate(zip(inputs, shapes)):
+        if shape is None:
+            for label in labels:
+                dims.setdefault(label, None if label == ELLIPSIS else ANY)
+            continue
+        letters = len(labels) - labels.count(ELLIPSIS)
+        if len(shape) < letters or (ELLIPSIS not in labels and len(shape) != letters):
+            raise ShapeError(f"Einsum input {k} {format_shape(shape)} does not have the {letters} dims of "
+                             f'"{"".join(labels)}"{" and more" if ELLIPSIS in labels else ""}')
+        own: dict[str, object] = {}
+        at = 0
+        for label in labels:
+            if label == ELLIPSIS:
+                span = len(shape) - letters
+                part, at = tuple(shape[at:at + span]), at + span
+                if ELLIPSIS in dims and dims[ELLIPSIS] is not None:
+                    try:
+                        part = broadcast_shapes(dims[ELLIPSIS], part)
+                    except ShapeError:
+                        raise ShapeError(f'Einsum: the dims under "..." do not broadcast '
+                                         f"({format_shape(dims[ELLIPSIS])} vs input {k} {format_shape(shape)})") from None
+                elif ELLIPSIS in dims:
+                    part = None
+                dims[ELLIPSIS] = part
+                continue
+            d, at = shape[at], at + 1
+            if label in own:
+                try:
+                    own[label] = dim_merge(own[label], d)
+                except ShapeError:
+                    raise ShapeError(f'Einsum: label {label} repeated in input {k} {format_shape(shape)} marks dims '
+                                     f"of different sizes") from None
+            else:
+                own[label] = d
+        for label, d in own.items():
+            try:
+                dims[label] = broadcast_dims(dims[label], d) if label in dims else d
+            except ShapeError:
+                raise ShapeError(f"Einsum: label {label} has dims {dims[label]} and {d} (input {k} "
+                                 f"{format_shape(shape)}), which do not broadcast") from None
+    out: list = []
+    for label in output:
+        if label not in dims and label != ELLIPSIS:
+            raise ShapeError(f'Einsum: output label {label} is in no input subscript of "{equation}"')
+        if label == ELLIPSIS:
+            part = dims.get(ELLIPSIS, ())
+            if part is None:
+                return None, output
+            out.extend(part)
+        else:
+            out.append(dims[label])
+    return tuple(out), output
+
+
+def _explicit(labels: list[str], ndim: int, spare: str) -> str:
+    """A subscript with "..." replaced by the last letters of `spare` (right-aligned across inputs)."""
+    if ELLIPSIS not in labels:
+        return "".join(labels)
+    span = ndim - (len(labels) - 1)
+    at = labels.index(ELLIPSIS)
+    return "".join(labels[:at]) + spare[len(spare) - span:] + "".join(labels[at + 1:])
+
+
+@register("Einsum", 7)
+class Einsum(Op):
+    """np.einsum with OpenVINO's output rules: implicit output order, and "..." in inputs but not in
+    the output summed away (NumPy refuses that)."""
+
+    def infer(self, inputs):
+        etype = etypes.dynamic
+        for k, t in enumerate(inputs):
+            if t.etype is etypes.dynamic:
+                continue
+            if not (t.etype.is_float or t.etype.is_integral):
+                raise ShapeError(f"Einsum takes numbers, input {k} is {t.etype}")
+            if etype is not etypes.dynamic and t.etype is not etype:
+                raise ShapeError(f"Einsum inputs must share one element type (input {k} is {t.etype}, "
+                                 f"input 0 is {etype})")
+            etype = t.etype
+        shape, output = einsum_shape(self.attrs.equation, [t.shape for t in inputs])
+        repeated = sorted({label for label in output if label != ELLIPSIS and output.count(label) > 1})
+        if repeated:
+            raise ShapeError(f'Einsum output "{"".join(output)}" repeats label {repeated[0]}: OpenVINO infers '
+                             f"its shape but cannot run it")
+        notes = None
+        if shape is not None and ELLIPSIS not in output:
+            notes = {i: f"label {label}" for i, label in enumerate(output)}
+        return [TensorType(shape, etype, notes=notes)]
+
+    def run(self, *arrays):
+        inputs, output = parse_einsum(self.attrs.equation)
+        used = {label for labels in inputs for label in labels}
+        spare = "".join(c for c in string.ascii_letters if c not in used)
+        widest = max((a.ndim - len(labels) + 1 for labels, a in zip(inputs, arrays) if ELLIPSIS in labels), default=0)
+        spare = spare[:max(widest, 0)]
+        subscripts = [_explicit(labels, a.ndim, spare) for labels, a in zip(inputs, arrays)]
+        out = "".join(spare if label == ELLIPSIS else label for label in output)
+        dtype = arrays[0].dtype
+        if dtype == np.float16:   # OpenVINO accumulates f16 in f32
+            arrays = [a.astype(np.float32) for a in arrays]
+        with np.errstate(all="ignore"):   # integer products wrap, as in C++
+            result = np.einsum(f"{','.join(subscripts)}->{out}", *arrays)
+        return np.asarray(result, dtype=dtype)

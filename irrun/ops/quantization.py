@@ -1,2 +1,126 @@
-"""quantization ops."""
+"""FakeQuantize-1: clamp to [input_low, input_high], snap to `levels` steps, map onto [output_low, output_high].
+
+Computed as OpenVINO's reference (`reference/fake_quantize.hpp`), in the input's
+type, operation for operation:
+
+    x <= min(in_low, in_high)  -> out_low
+    x >  max(in_low, in_high)  -> out_high
+    otherwise  nearbyint((x - in_low) / (in_high - in_low) * (levels - 1)) / (levels - 1)
+               * (out_high - out_low) + out_low
+
+nearbyint rounds half to even.  Integer inputs use C++ integer arithmetic
+(truncating division).  f16 is computed in f32, as the CPU plugin does.  The
+output has the shape of X: the four limits only have to broadcast against it.
+"""
 from __future__ import annotations
+
+import numpy as np
+
+from .. import etypes
+from ..errors import ShapeError, UnsupportedError
+from ..etypes import from_dtype
+from ..registry import Op, TensorType, register
+from ..shapes import Shape, dim_merge, format_shape
+from .arithmetic import PDPD_AXIS, broadcast_binary
+from .common import convert_array
+
+_LIMITS = ("input_low", "input_high", "output_low", "output_high")
+
+
+def check_limit_shapes(data: Shape, limits: list[Shape], mode: str, axis: int) -> None:
+    """The limits must broadcast onto X (accumulated, as OpenVINO merges them one by one)."""
+    merged = data
+    for name, limit in zip(_LIMITS, limits):
+        try:
+            if mode in ("none", "explicit"):
+                merged = None if merged is None or limit is None else \
+                    _merge_equal(merged, limit)
+            else:
+                merged = broadcast_binary(merged, limit, mode, axis)
+        except ShapeError:
+            raise ShapeError(f"{name} {format_shape(limit)} does not broadcast onto X {format_shape(data)} "
+                             f"(auto_broadcast={mode})") from None
+
+
+def _merge_equal(a: tuple, b: tuple) -> tuple:
+    if len(a) != len(b):
+        raise ShapeError("ranks differ")
+    return tuple(dim_merge(x, y) for x, y in zip(a, b))
+
+
+def limit_at_every_element(limit: np.ndarray, shape: tuple[int, ...], name: str = "limit") -> np.ndarray:
+    """The limit value OpenVINO's reference uses at each position of X (broadcastable to `shape`).
+
+    Right-aligned; an axis of the limit advances only where its size equals X's.
+    For NumPy-broadcastable limits that is plain broadcasting; for a limit larger
+    than X (which OpenVINO accepts) the extra positions are never read.  A limit
+    axis that is neither 1 nor X's size against an X axis other than 1 (pdpd
+    layouts) makes OpenVINO's kernel read by its internal strides: refused.
+    """
+    if limit.size == 1:
+        return limit.reshape(())
+    index: np.ndarray | int = 0
+    stride = 1
+    for axis in range(1, len(shape) + 1):
+        n = shape[-axis]
+        m = limit.shape[-axis] if axis <= limit.ndim else 1
+        if m == n:
+            index = index + (np.arange(n) * stride).reshape((n,) + (1,) * (axis - 1))
+            stride *= n
+        elif m != 1 and n != 1:
+            raise UnsupportedError(f"FakeQuantize {name} {format_shape(limit.shape)} does not line up with the "
+                                   f"end of X {format_shape(shape)}; OpenVINO's kernel then reads it by internal "
+                                   f"strides, which irrun does not reproduce")
+    return limit.reshape(-1)[index]
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C++ integer division (toward zero); x / 0 gives 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.floor_divide(a, b)
+        q = q + ((q * b != a) & ((a < 0) != (b < 0)) & (b != 0)).astype(q.dtype)
+    return np.where(b == 0, np.zeros((), q.dtype), q)
+
+
+def fake_quantize(x, in_low, in_high, out_low, out_high, levels: int) -> np.ndarray:
+    """The reference formula on arrays that broadcast against x; returns x's dtype."""
+    steps = np.asarray(levels - 1).astype(x.dtype)
+    with np.errstate(all="ignore"):   # in_low == in_high divides by zero, as in C++
+        if x.dtype.kind in "iu":
+            # C++: the fraction is an integer division; nearbyint then promotes to double.
+            wide = [a.astype(np.int64) for a in (x, in_low, in_high, out_low, out_high)]
+            k = _trunc_div(wide[0] - wide[1], wide[2] - wide[1]) * int(steps)
+            q = np.rint(k.astype(np.float64)) / float(steps) * (wide[4] - wide[3]) + wide[3]
+            q = convert_array(q, from_dtype(x.dtype))
+        else:
+            q = np.rint((x - in_low) / (in_high - in_low) * steps) / steps * (out_high - out_low) + out_low
+    q = np.where(x > np.maximum(in_low, in_high), out_high, q)
+    return np.where(x <= np.minimum(in_low, in_high), out_low, q).astype(x.dtype)
+
+
+@register("FakeQuantize", 1)
+class FakeQuantize(Op):
+    @property
+    def mode(self) -> str:
+        return self.attrs.auto_broadcast
+
+    def infer(self, inputs):
+        etype = etypes.dynamic
+        for name, t in zip(("X",) + _LIMITS, inputs):
+            if t.etype is etypes.dynamic:
+                continue
+            if t.etype.kind in ("bool", "string"):
+                raise ShapeError(f"FakeQuantize takes numbers, {name} is {t.etype}")
+            if etype is etypes.dynamic:
+                etype = t.etype
+        check_limit_shapes(inputs[0].shape, [t.shape for t in inputs[1:]], self.mode,
+                           self.attrs.get(PDPD_AXIS, 0))
+        return [TensorType(inputs[0].shape, inputs[0].etype if inputs[0].etype is not etypes.dynamic else etype,
+                           notes={i: "as X" for i in range(len(inputs[0].shape or ()))})]
+
+    def run(self, x, *limits):
+        dtype = x.dtype
+        compute = np.float32 if dtype == np.float16 else dtype
+        aligned = [limit_at_every_element(np.asarray(lim).astype(compute), x.shape, name)
+                   for lim, name in zip(limits, _LIMITS)]
+        return fake_quantize(x.astype(compute), *aligned, self.attrs.levels).astype(dtype)

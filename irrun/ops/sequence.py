@@ -1,2 +1,419 @@
-"""sequence ops."""
+"""Recurrent cells and sequences: RNN, GRU and LSTM, one step (`*Cell`) or a whole sequence (`*Sequence`).
+
+All six share one recurrence.  The input projection `X @ W^T + B` is computed for
+every time step in one matmul; a Python loop over time then applies the cell's
+step to the whole batch at once (`_rnn_step`, `_gru_step`, `_lstm_step`, each a
+few matmuls).  Gate blocks are stacked in OpenVINO's order: LSTM f, i, c, o;
+GRU z, r, h.
+
+Sequences follow OpenVINO's reference (`reference/sequences.hpp`): batch row b
+runs `sequence_lengths[b]` steps (backwards over its first `length` steps for
+`reverse`), its outputs past that are 0 and its final state is the state after
+its last step; a length outside 1..T leaves a final state of 0.  Floats narrower
+than f32 are computed in f32, as OpenVINO's CPU plugin does.
+"""
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import etypes
+from ..errors import ShapeError, UnsupportedError
+from ..etypes import ElementType
+from ..registry import Op, TensorType, register
+from ..shapes import ANY, DimLike, dim_merge, dims_compatible, format_shape, make_dim
+
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    "relu": lambda x: np.maximum(x, 0),
+}
+
+
+@dataclass(frozen=True)
+class CellKind:
+    """What distinguishes the three recurrent cells."""
+
+    name: str          # "RNN", "GRU", "LSTM"
+    gates: int         # gate blocks stacked in W, R and B
+    states: int        # 1 (H) or 2 (H, C)
+    activations: int   # activation functions the cell uses
+
+
+RNN = CellKind("RNN", 1, 1, 1)
+GRU = CellKind("GRU", 3, 1, 2)
+LSTM = CellKind("LSTM", 4, 2, 3)
+
+
+# ---------------------------------------------------------------- shape function
+
+def _dim_div(d: DimLike, n: int) -> DimLike | None:
+    """d / n as OpenVINO's Dimension division: exact, or None when no integer fits."""
+    if isinstance(d, int):
+        return d // n if d % n == 0 else None
+    lo, hi = -(-d.lo // n), None if d.hi is None else d.hi // n
+    return None if hi is not None and lo > hi else make_dim(lo, hi)
+
+
+class _Dims:
+    """Merges one named dimension (batch, hidden, directions) over several inputs."""
+
+    def __init__(self, what: str, start: DimLike = ANY):
+        self.what, self.value = what, start
+
+    def merge(self, d: DimLike | None, source: str) -> None:
+        try:
+            self.value = dim_merge(self.value, ANY if d is None else d)
+        except ShapeError:
+            raise ShapeError(f"{self.what} {d} of {source} does not match {self.value} "
+                             f"from the other inputs") from None
+
+
+@dataclass
+class RecurrentDims:
+    batch: DimLike
+    hidden: DimLike
+    directions: DimLike
+    steps: DimLike
+
+
+def recurrent_dims(kind: CellKind, names: list[str], shapes: list, *, sequence: bool,
+                   linear_before_reset: bool = False, directions: int = 1) -> RecurrentDims:
+    """Check the operand shapes of a cell or sequence and deduce its dims, as OpenVINO does.
+
+    Cell operands: X [batch, input], states [batch, hidden], W [gates*hidden, input],
+    R [gates*hidden, hidden], B [gates*hidden] (GRU with linear_before_reset: 4*hidden).
+    A sequence adds T to X, num_directions to states (axis 1) and to W/R/B (axis 0),
+    and sequence_lengths [batch] after the states.  OpenVINO does not check the
+    input size of X against W, nor the hidden_size attribute.
+    """
+    lead = 1 if sequence else 0
+    n_state = kind.states
+    w_at = 1 + n_state + lead
+    ranks = [2 + lead] * (1 + n_state) + ([1] if sequence else []) + [2 + lead, 2 + lead, 1 + lead]
+
+    def name(i):
+        return f"{names[i]} {format_shape(shapes[i])}"
+
+    for i, rank in enumerate(ranks):
+        if shapes[i] is not None and len(shapes[i]) != rank:
+            raise ShapeError(f"{name(i)} must have rank {rank}")
+
+    def dim(i, axis):
+        return None if shapes[i] is None else shapes[i][axis]
+
+    batch = _Dims("batch")
+    for i in range(1 + n_state + lead):
+        batch.merge(dim(i, 0), name(i))
+    hidden = _Dims("hidden size")
+    for i in range(1, 1 + n_state):
+        hidden.merge(dim(i, 1 + lead), name(i))
+    hidden.merge(dim(w_at + 1, 1 + lead), name(w_at + 1))
+    dirs = _Dims("num_directions", directions)
+    if sequence:
+        for i in list(range(1, 1 + n_state)) + [w_at, w_at + 1, w_at + 2]:
+            try:
+                dirs.merge(dim(i, 1 if i <= n_state else 0), name(i))
+            except ShapeError:
+                raise ShapeError(f"num_directions of {name(i)} does not match direction "
+                                 f"({directions} direction{'s' if directions > 1 else ''})") from None
+
+    rows = {w_at: kind.gates, w_at + 1: kind.gates,
+            w_at + 2: kind.gates + (1 if linear_before_reset else 0)}
+    if isinstance(hidden.value, int):
+        for i, blocks in rows.items():
+            d = dim(i, lead)
+            if d is not None and not dims_compatible(d, hidden.value * blocks):
+                raise ShapeError(f"{name(i)}: {d} rows, expected {blocks} x hidden size {hidden.value} = "
+                                 f"{hidden.value * blocks}")
+    else:
+        for i in (w_at, w_at + 1):
+            # OpenVINO tests the first dim (num_directions for a sequence) for being static
+            # before it divides the rows: kept, so dynamic shapes infer the same.
+            if shapes[i] is not None and isinstance(shapes[i][0], int):
+                per_gate = _dim_div(shapes[i][lead], kind.gates)
+                if per_gate is None:
+                    raise ShapeError(f"{name(i)}: {shapes[i][lead]} rows are not {kind.gates} gate blocks")
+                hidden.merge(per_gate, name(i))
+    steps = ANY if not sequence or shapes[0] is None else shapes[0][1]
+    return RecurrentDims(batch.value, hidden.value, dirs.value, steps)
+
+
+def _data_etype(label: str, names: list[str], inputs: list[TensorType], skip: int | None) -> ElementType:
+    """The one element type of the data inputs (all but sequence_lengths)."""
+    etype = etypes.dynamic
+    for i, t in enumerate(inputs):
+        if i == skip or t.etype is etypes.dynamic:
+            continue
+        if etype is not etypes.dynamic and t.etype is not etype:
+            raise ShapeError(f"{label}: element types differ ({names[i]} is {t.etype}, expected {etype})")
+        etype = t.etype
+    if etype is not etypes.dynamic and etype.is_integral:
+        # OpenVINO infers integer cells; its CPU plugin rounds inside its decompositions
+        # (RNNCell, GRUCell, LSTMCell) or refuses them (sequences).
+        raise UnsupportedError(f"{label} on {etype} is not implemented (floating-point only)",
+                               code="E-OP-UNSUPPORTED")
+    if etype is not etypes.dynamic and not etype.is_float:
+        raise ShapeError(f"{label} takes floating-point numbers; got {etype} inputs")
+    return etype
+
+
+# ---------------------------------------------------------------- the recurrence
+
+@dataclass
+class StepParams:
+    """Per-direction constants of a cell step."""
+
+    R: np.ndarray                              # [gates*hidden, hidden]
+    acts: tuple[Callable, ...]                 # f, g, h as the cell uses them
+    clip: float
+    peepholes: np.ndarray | None = None        # LSTMCell-1: [3*hidden] (f, i, o)
+    input_forget: bool = False                 # LSTMCell-1: i = 1 - f
+    recurrent_bias: np.ndarray | None = None   # GRU with linear_before_reset: Rb of the h gate
+
+    def gate(self, x: np.ndarray, act: Callable) -> np.ndarray:
+        if self.clip > 0:   # OpenVINO clips pre-activations only for a positive clip
+            x = np.clip(x, -self.clip, self.clip)
+        return act(x)
+
+
+def _rnn_step(gx, states, p: StepParams):
+    (h,) = states
+    return (p.gate(gx + h @ p.R.T, p.acts[0]),)
+
+
+def _gru_step(gx, states, p: StepParams):
+    (h,) = states
+    n = h.shape[-1]
+    zr = gx[:, :2 * n] + h @ p.R[:2 * n].T
+    z = p.gate(zr[:, :n], p.acts[0])
+    r = p.gate(zr[:, n:], p.acts[0])
+    if p.recurrent_bias is not None:     # linear_before_reset: r scales the recurrent product
+        candidate = gx[:, 2 * n:] + r * (h @ p.R[2 * n:].T + p.recurrent_bias)
+    else:
+        candidate = gx[:, 2 * n:] + (r * h) @ p.R[2 * n:].T
+    candidate = p.gate(candidate, p.acts[1])
+    return ((1 - z) * candidate + z * h,)
+
+
+def _lstm_step(gx, states, p: StepParams):
+    h, c = states
+    f, i, cand, o = np.split(gx + h @ p.R.T, 4, axis=-1)
+    if p.peepholes is not None:
+        pf, pi, po = np.split(p.peepholes, 3)
+        f, i = f + pf * c, i + pi * c
+    ft = p.gate(f, p.acts[0])
+    it = 1 - ft if p.input_forget else p.gate(i, p.acts[0])
+    c_new = ft * c + it * p.gate(cand, p.acts[1])
+    if p.peepholes is not None:
+        o = o + po * c_new
+    return p.gate(o, p.acts[0]) * p.acts[2](c_new), c_new
+
+
+STEPS = {"RNN": _rnn_step, "GRU": _gru_step, "LSTM": _lstm_step}
+
+
+def _projection(x: np.ndarray, W: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """x @ W^T plus the biases that add to it (all of B but GRU's separate recurrent h bias)."""
+    return x @ W.T + B[:W.shape[0]]
+
+
+def recur(kind: CellKind, gx: np.ndarray, states: tuple[np.ndarray, ...], lengths: np.ndarray | None,
+          reverse: bool, p: StepParams) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Run the cell over time: gx [batch, T, gates*hidden] projected inputs, states [batch, hidden].
+
+    Returns Y [batch, T, hidden] and the final states.
+    """
+    step = STEPS[kind.name]
+    batch, steps = gx.shape[:2]
+    rows = np.arange(batch)
+    if reverse and lengths is not None and np.any((lengths < 0) | (lengths > steps)):
+        raise ShapeError(f"sequence_lengths {lengths.tolist()} must lie in 0..{steps} to run in reverse "
+                         f"(OpenVINO's ReverseSequence refuses them)")
+    y = np.zeros((batch, steps, states[0].shape[-1]), dtype=gx.dtype)
+    masked = lengths is not None and bool(np.any(lengths != steps))
+    if not masked:
+        lengths = np.full(batch, steps, dtype=np.int64)
+    final = [np.zeros_like(s) for s in states] if masked else None
+    for k in range(steps):
+        active = k < lengths
+        # reverse: row b walks its first lengths[b] steps backwards (ReverseSequence), the rest in place
+        t = np.where(active, lengths - 1 - k, k) if reverse else np.full(batch, k)
+        states = step(gx[rows, t], states, p)
+        y[rows, t] = np.where(active[:, None], states[0], 0)
+        if masked:
+            ends = lengths - 1 == k
+            final = [np.where(ends[:, None], s, f) for s, f in zip(states, final)]
+    return y, tuple(final) if masked else states
+
+
+# ---------------------------------------------------------------- ops
+
+def _activations(label: str, kind: CellKind, names: tuple[str, ...]) -> tuple[Callable, ...]:
+    if len(names) < kind.activations:
+        raise ShapeError(f"{label} needs {kind.activations} activation function"
+                         f"{'s' if kind.activations > 1 else ''}, got {len(names)} ({', '.join(names) or 'none'})")
+    unknown = [a for a in names[:kind.activations] if a.lower() not in ACTIVATIONS]
+    if unknown:
+        raise ShapeError(f'{label}: activation "{unknown[0]}" is not supported (OpenVINO runs '
+                         f'{", ".join(ACTIVATIONS)})')
+    return tuple(ACTIVATIONS[a.lower()] for a in names[:kind.activations])
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    """Floats narrower than f32 are computed in f32, as OpenVINO's CPU plugin does."""
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
+class RecurrentOp(Op):
+    kind: CellKind
+    sequence: bool = False
+
+    @property
+    def linear_before_reset(self) -> bool:
+        return bool(self.attrs.get("linear_before_reset", False))
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.spec.inputs]
+
+    def acts(self) -> tuple[Callable, ...]:
+        return _activations(self.spec.label, self.kind, self.attrs.activations)
+
+    def step_params(self, R: np.ndarray, B: np.ndarray, dtype) -> StepParams:
+        hidden = R.shape[-1]
+        lbr_bias = B[self.kind.gates * hidden:].astype(dtype) if self.linear_before_reset else None
+        return StepParams(R.astype(dtype), self.acts(), float(self.attrs.clip), recurrent_bias=lbr_bias)
+
+
+class RecurrentCell(RecurrentOp):
+    """X, the states, W, R, B -> the next states, each [batch, hidden_size]."""
+
+    def infer(self, inputs):
+        self.acts()
+        shapes = [t.shape for t in inputs]
+        dims = recurrent_dims(self.kind, self.names, shapes, sequence=False,
+                              linear_before_reset=self.linear_before_reset)
+        etype = _data_etype(self.spec.label, self.names, inputs, None)
+        self.check_extra(inputs, dims)
+        notes = {0: "batch of X and the states", 1: "hidden size of the states and R"}
+        return [TensorType((dims.batch, dims.hidden), etype, notes=notes) for _ in range(self.kind.states)]
+
+    def check_extra(self, inputs, dims: RecurrentDims) -> None:
+        """Cell-specific operand checks (LSTMCell-1's peepholes)."""
+
+    def run(self, x, *rest):
+        n = self.kind.states
+        states, (W, R, B) = rest[:n], rest[n:n + 3]
+        dtype = _compute_dtype(x.dtype)
+        params = self.step_params(R, B, dtype)
+        self.add_extras(params, rest[n + 3:], dtype)
+        gx = _projection(x.astype(dtype), W.astype(dtype), B.astype(dtype))
+        out = STEPS[self.kind.name](gx, tuple(s.astype(dtype) for s in states), params)
+        return tuple(s.astype(x.dtype) for s in out)
+
+    def add_extras(self, params: StepParams, extras: tuple, dtype) -> None:
+        """Optional inputs after B (LSTMCell-1's peepholes)."""
+
+
+@register("RNNCell", 1)
+class RNNCell(RecurrentCell):
+    kind = RNN
+
+
+@register("GRUCell", 3)
+class GRUCell(RecurrentCell):
+    kind = GRU
+
+
+@register("LSTMCell", 4)
+class LSTMCell(RecurrentCell):
+    kind = LSTM
+
+
+@register("LSTMCell", 1)
+class LSTMCellV1(RecurrentCell):
+    """LSTMCell-1: optional peepholes P [3*hidden] (f, i, o) and input_forget, as OpenVINO's reference.
+
+    weights_format is read but, as in OpenVINO's CPU plugin, the gates are always f, i, c, o
+    (see specs/errata/sequence.md).
+    """
+
+    kind = LSTM
+
+    def check_extra(self, inputs, dims):
+        if len(inputs) > 6:
+            p = inputs[6].shape
+            if p is not None and p and isinstance(p[0], int) and isinstance(dims.hidden, int) \
+                    and p[0] != 3 * dims.hidden:
+                raise ShapeError(f"P {format_shape(p)}: expected 3 x hidden size {dims.hidden} = "
+                                 f"{3 * dims.hidden} peephole weights")
+
+    def add_extras(self, params, extras, dtype):
+        if extras:
+            params.peepholes = extras[0].reshape(-1).astype(dtype)
+        params.input_forget = bool(self.attrs.input_forget)
+
+
+class RecurrentSequence(RecurrentOp):
+    """X [batch, T, input], states [batch, dirs, hidden], sequence_lengths [batch], W, R, B with a leading dirs axis.
+
+    Outputs Y [batch, dirs, T, hidden] and the final states [batch, dirs, hidden].
+    """
+
+    sequence = True
+
+    @property
+    def directions(self) -> int:
+        return 2 if self.attrs.direction == "bidirectional" else 1
+
+    def infer(self, inputs):
+        self.acts()
+        lengths_at = 1 + self.kind.states
+        lengths = inputs[lengths_at].etype
+        if lengths is not etypes.dynamic and lengths.kind in ("bool", "string"):
+            raise ShapeError(f"sequence_lengths must be numeric, got {lengths}")
+        dims = recurrent_dims(self.kind, self.names, [t.shape for t in inputs], sequence=True,
+                              linear_before_reset=self.linear_before_reset, directions=self.directions)
+        etype = _data_etype(self.spec.label, self.names, inputs, lengths_at)
+        y = TensorType((dims.batch, dims.directions, dims.steps, dims.hidden), etype,
+                       notes={0: "batch of X", 1: f"direction={self.attrs.direction}", 2: "time steps of X",
+                              3: "hidden size of the states and R"})
+        state = TensorType((dims.batch, dims.directions, dims.hidden), etype,
+                           notes={0: "batch of X", 1: f"direction={self.attrs.direction}",
+                                  2: "hidden size of the states and R"})
+        return [y] + [TensorType(state.shape, etype, notes=state.notes) for _ in range(self.kind.states)]
+
+    def run(self, x, *rest):
+        n = self.kind.states
+        states, lengths, (W, R, B) = rest[:n], rest[n], rest[n + 1:n + 4]
+        dtype = _compute_dtype(x.dtype)
+        lengths = lengths.astype(np.int64)
+        ys, finals = [], []
+        for d in range(self.directions):
+            reverse = self.attrs.direction == "reverse" or d == 1
+            gx = _projection(x.astype(dtype), W[d].astype(dtype), B[d].astype(dtype))
+            y, final = recur(self.kind, gx, tuple(s[:, d].astype(dtype) for s in states), lengths, reverse,
+                             self.step_params(R[d], B[d], dtype))
+            ys.append(y)
+            finals.append(final)
+        out_y = np.stack(ys, axis=1).astype(x.dtype)
+        out_states = [np.stack([f[i] for f in finals], axis=1).astype(x.dtype) for i in range(n)]
+        return (out_y, *out_states)
+
+
+@register("RNNSequence", 5)
+class RNNSequence(RecurrentSequence):
+    kind = RNN
+
+
+@register("GRUSequence", 5)
+class GRUSequence(RecurrentSequence):
+    kind = GRU
+
+
+@register("LSTMSequence", 5)
+class LSTMSequence(RecurrentSequence):
+    kind = LSTM
