@@ -1,4 +1,5 @@
 """Op families; importing a module registers its ops (see `irrun.registry`)."""
-from . import (activation, arithmetic, attention, convolution, detection, generation,  # noqa: F401
-               indexing, infrastructure, layout, logical, matrix, movement, normalization, pooling,
-               quantization, reduction, resampling, sequence, sorting, unary_math)
+from . import (activation, arithmetic, attention, color, control_flow, convolution, ctc,  # noqa: F401
+               detection, embedding, generation, indexing, infrastructure, layout, logical, matrix,
+               movement, normalization, patches, pooling, quantization, reduction, reorder, resampling,
+               sequence, signal, sorting, state, strings, unary_math)

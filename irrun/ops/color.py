@@ -1,0 +1,2 @@
+"""color ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""ctc ops."""
+from __future__ import annotations

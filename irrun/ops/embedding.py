@@ -1,0 +1,2 @@
+"""embedding ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""patches ops."""
+from __future__ import annotations

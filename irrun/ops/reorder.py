@@ -1,0 +1,2 @@
+"""reorder ops."""
+from __future__ import annotations

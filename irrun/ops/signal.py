@@ -1,0 +1,2 @@
+"""signal ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""strings ops."""
+from __future__ import annotations
