@@ -1,0 +1,2 @@
+"""control_flow ops."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""state ops."""
+from __future__ import annotations
