@@ -20,9 +20,8 @@ from lxml import etree
 from openvino.utils.node_factory import NodeFactory
 
 from irxml import hand_ir
-from ovutil import compare, run_openvino, save
-from test_ops_reduction import (as_tensor_type, check_shape_function, const, irrun_infer, model_of,
-                                openvino_refuses, param, reduce_ir)
+from ovutil import as_tensor_type, check_shape_function, compare, irrun_infer, run_openvino, save
+from test_ops_reduction import const, model_of, openvino_refuses, param, reduce_ir
 import irrun
 from irrun.errors import ShapeError
 from irrun.shapes import format_shape

@@ -14,13 +14,11 @@ import openvino.opset4 as ops4
 import pytest
 
 from irxml import edge, hand_ir, layer, net, port, write
-from ovutil import compare, save
+from ovutil import as_tensor_type, check_shape_function, compare, irrun_infer, save
 import irrun
 from irrun.errors import ModelError, ShapeError
 from irrun.etypes import from_dtype
-from irrun.registry import TensorType, implementation
-from irrun.shapes import format_shape, parse_partial_shape
-from irrun.spec import all_specs, parse_attrs
+from irrun.shapes import format_shape
 
 D = ov.Dimension
 DYN = ov.PartialShape.dynamic()
@@ -240,36 +238,6 @@ def test_reduce_mean_spec_hand_example(tmp_path):
 
 
 # ---------------------------------------------------------------- Reduce*: shape functions
-
-def irrun_infer(type_name, version, attrs, inputs):
-    spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(spec, {k: str(v).lower() if isinstance(v, bool) else str(v)
-                                          for k, v in attrs.items()})
-    assert not problems, problems
-    return implementation(type_name, version)(spec, parsed).infer(inputs)[0]
-
-
-def as_tensor_type(node_output) -> TensorType:
-    node = node_output.get_node()
-    value = node.get_data().copy() if node.get_type_name() == "Constant" else None
-    return TensorType(parse_partial_shape(str(node_output.get_partial_shape())),
-                      from_dtype(node_output.get_element_type().to_dtype()), value)
-
-
-def check_shape_function(build, type_name, version, attrs, args):
-    """OpenVINO's inference for the node built from `args` is the oracle for irrun's infer."""
-    inputs = [as_tensor_type(a.output(0)) for a in args]
-    try:
-        node = build(*args)
-    except RuntimeError as exc:
-        with pytest.raises(ShapeError):
-            got = irrun_infer(type_name, version, attrs, inputs)
-            pytest.fail(f"OpenVINO rejects this ({str(exc).splitlines()[-1]}), irrun infers {format_shape(got.shape)}")
-        return
-    got = irrun_infer(type_name, version, attrs, inputs)
-    assert format_shape(got.shape) == str(node.get_output_partial_shape(0))
-    assert got.etype == from_dtype(node.get_output_element_type(0).to_dtype())
-
 
 REDUCE_SHAPES = [
     # data shape, axes
