@@ -4,7 +4,7 @@ Trains a small MLP on the 8x8 digits data set that scikit-learn ships, writes it
 as an OpenVINO IR with openvino's Python API (weights compressed to f16, as
 `ovc` does by default), and saves a few test images as example inputs.
 
-    pip install -e ".[test]" && python models/digits/build.py
+    pip install -e ".[test]" scikit-learn && python models/digits/build.py
 """
 from pathlib import Path
 
