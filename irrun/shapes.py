@@ -80,6 +80,13 @@ def dim_mul(a: DimLike, b: DimLike) -> DimLike:
     return make_dim(alo * blo, None if ahi is None or bhi is None else ahi * bhi)
 
 
+def dim_divide_exact(d: DimLike, divisor: int) -> DimLike | None:
+    """The values d / divisor takes over the multiples of `divisor` in `d` (None: there are none)."""
+    lo, hi = dim_bounds(d)
+    q_lo, q_hi = -(-lo // divisor), None if hi is None else hi // divisor
+    return None if q_hi is not None and q_lo > q_hi else make_dim(q_lo, q_hi)
+
+
 def dims_compatible(a: DimLike, b: DimLike) -> bool:
     (alo, ahi), (blo, bhi) = dim_bounds(a), dim_bounds(b)
     return (ahi is None or blo <= ahi) and (bhi is None or alo <= bhi)

@@ -21,18 +21,16 @@ import numpy as np
 from .. import etypes
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
-from ..shapes import ANY, DimLike, dim_bounds, dim_map, format_shape, is_static_dim, make_dim, normalize_axis
+from ..shapes import ANY, DimLike, dim_bounds, dim_divide_exact, dim_map, format_shape, is_static_dim, make_dim, normalize_axis
 
 # ---------------------------------------------------------------- shared helpers
 
 def _divide_exact(d: DimLike, divisor: int, what: str) -> DimLike:
     """The values d / divisor takes over the multiples of `divisor` in `d`."""
-    lo, hi = dim_bounds(d)
-    q_lo = -(-lo // divisor)
-    q_hi = None if hi is None else hi // divisor
-    if q_hi is not None and q_lo > q_hi:
+    quotient = dim_divide_exact(d, divisor)
+    if quotient is None:
         raise ShapeError(f"{what} {d} is not a multiple of {divisor}")
-    return make_dim(q_lo, q_hi)
+    return quotient
 
 
 def _interleaved(first: list[int], second: list[int]) -> list[int]:

@@ -15,7 +15,7 @@ import numpy as np
 from .. import etypes
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
-from ..shapes import (ANY, Dim, DimLike, Shape, broadcast_shapes, dim_add, dim_bounds, dim_merge, dim_mul,
+from ..shapes import (ANY, dim_divide_exact, Dim, DimLike, Shape, broadcast_shapes, dim_add, dim_bounds, dim_merge, dim_mul,
                       dims_compatible, format_shape, is_static, is_static_dim, make_dim, normalize_axis, shape_numel)
 from .arithmetic import pdpd_align, pdpd_start
 from .common import convert_array
@@ -76,16 +76,6 @@ def _view(x: np.ndarray, shape: Shape) -> np.ndarray:
 
 # ---------------------------------------------------------------- Reshape
 
-def _dim_quotient(numerator: DimLike, divisor: int) -> DimLike:
-    """The values n / divisor can take for n in `numerator` that divide evenly (divisor > 0)."""
-    lo, hi = dim_bounds(numerator)
-    q_lo = -(-lo // divisor)
-    q_hi = None if hi is None else hi // divisor
-    if q_hi is not None and q_lo > q_hi:
-        return None  # no value in the interval divides evenly
-    return make_dim(q_lo, q_hi)
-
-
 def reshape_shape(shape: Shape, pattern: list[int], special_zero: bool) -> tuple[Shape, dict[int, str]]:
     """Output shape of Reshape-1 and the arithmetic of an inferred -1 dim (for diagnostics)."""
     bad = [(i, p) for i, p in enumerate(pattern) if p < -1]
@@ -124,7 +114,7 @@ def reshape_shape(shape: Shape, pattern: list[int], special_zero: bool) -> tuple
             out[m] = dynamic_in
         else:
             in_count = dim_mul(static_in, dynamic_in)
-            out[m] = _dim_quotient(in_count, out_count)
+            out[m] = dim_divide_exact(in_count, out_count)
             if out[m] is None:
                 raise ShapeError(f"cannot reshape {format_shape(shape)} to {pattern}: the -1 dim would be "
                                  f"{in_count} / {out_count}, which is not a whole number")
