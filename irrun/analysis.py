@@ -36,10 +36,15 @@ SINK_TYPES = ("Result", "Assign")
 
 @dataclass
 class LoadContext:
-    """What ops may need beyond their attributes."""
+    """What ops may need beyond their attributes; one per loaded model, shared by its bodies."""
 
     file: str
     weights: Weights | None = None
+    # ReadValue/Assign variables (irrun/ops/state.py): variable id -> its ReadValue op,
+    # the values kept across calls, and the values Assigns wrote in the call under way.
+    variables: dict[str, Op] = field(default_factory=dict)
+    state: dict[str, np.ndarray] = field(default_factory=dict)
+    assigned: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -50,11 +55,15 @@ class Node:
     types: list[TensorType | None] = field(default_factory=list)
     malformed: bool = False          # wrong port count or unreadable attribute: not inferred
     declared_only: bool = False      # types are the declared ones, not inferred (unsupported or failed)
-    body_nodes: list[dict[str, "Node"]] = field(default_factory=list)   # sub-graph bodies, analyzed
+    bodies: dict[str, "Analysis"] = field(default_factory=dict)   # sub-graph bodies by tag ("body", "then_body")
 
     @property
     def id(self) -> str:
         return self.layer.id
+
+    @property
+    def body_nodes(self) -> list[dict[str, "Node"]]:
+        return [body.nodes for body in self.bodies.values()]
 
 
 @dataclass
@@ -64,6 +73,7 @@ class Analysis:
     order: list[str]                 # topological order of every layer (empty on a cycle)
     live: set[str]                   # layers that reach a Result or Assign
     diagnostics: Diagnostics
+    context: LoadContext | None = None
 
     def type_of(self, source: tuple[str, int]) -> TensorType | None:
         node = self.nodes.get(source[0])
@@ -112,6 +122,8 @@ def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> 
         op.context = context
         op.layer = layer
         node.op = op
+        if hasattr(op, "on_bind"):
+            op.on_bind()   # e.g. a ReadValue declares its variable before any layer is inferred
     return nodes
 
 
@@ -234,33 +246,53 @@ def _inferred_types(node: Node, in_types: list[TensorType], diags: Diagnostics) 
     try:
         return infer_node(node, in_types)
     except IrrunError as exc:
-        diags.error(exc.code or "E-SHAPE", exc.message, layer=layer.ref)
+        # A sub-graph op that cannot follow its port map: the map's defects are already reported.
+        if not (exc.code == "E-SUBGRAPH" and any(d.code == exc.code and d.layer == layer.ref for d in diags)):
+            diags.error(exc.code or "E-SHAPE", exc.message, layer=layer.ref)
     except Exception as exc:  # noqa: BLE001 - a shape-function bug must not hide the report
         diags.error("E-SHAPE", f"shape inference failed: {type(exc).__name__}: {exc}", layer=layer.ref)
     return None
 
 
-def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], diags: Diagnostics) -> None:
+def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], diags: Diagnostics,
+                given: dict[str, list[TensorType]] | None = None,
+                report: bool = True) -> dict[str, list[TensorType]]:
+    """Types of every layer's outputs, in `order`; returned by layer id.
+
+    `given` fixes the types of some layers: a body's Parameters, as the op that
+    owns the body feeds them.  With `report` False this is a what-if run for
+    that op's shape function: nothing is reported and `node.types` stays as it is.
+    """
+    if not report:
+        diags = Diagnostics(diags.file)
+    types: dict[str, list[TensorType]] = {}
     for lid in order:
         node = nodes[lid]
         layer = node.layer
         if document.snippet:
             in_types = [declared_type(p) for p in layer.inputs]
         else:
-            in_types = [nodes[src[0]].types[src[1]] if src is not None and src[1] < len(nodes[src[0]].types)
+            in_types = [types[src[0]][src[1]] if src is not None and src[1] < len(types.get(src[0], ()))
                         else declared_type(port) for src, port in zip(node.inputs, layer.inputs)]
-        types = _inferred_types(node, in_types, diags)
-        if types is None:
+        inferred = given[lid] if given and lid in given else _inferred_types(node, in_types, diags)
+        if inferred is None:
             # An unknown op or a failed layer: carry on from what the file declares,
             # so every layer after it is still checked.
-            node.types = [declared_type(p) for p in layer.outputs]
-            node.declared_only = True
+            types[lid] = [declared_type(p) for p in layer.outputs]
+        else:
+            # Ports the op does not describe (none do, normally) keep their declared types.
+            types[lid] = list(inferred) + [declared_type(p) for p in layer.outputs[len(inferred):]]
+        if not report:
             continue
-        # Ports the op does not describe (none do, normally) keep their declared types.
-        node.types = list(types) + [declared_type(p) for p in layer.outputs[len(types):]]
-        _compare_declared(node, diags)
-        if not document.snippet:
-            _compare_inputs(node, in_types, nodes, diags)
+        node.types = types[lid]
+        node.declared_only = inferred is None
+        if inferred is not None:
+            _compare_declared(node, diags)
+            if not document.snippet:
+                _compare_inputs(node, in_types, nodes, diags)
+        if node.bodies:
+            _infer_bodies(node, diags)
+    return types
 
 
 _BODY_OF_MAP = {"port_map": "body", "then_port_map": "then_body", "else_port_map": "else_body"}
@@ -300,9 +332,13 @@ def _check_port_maps(layer: Layer, diags: Diagnostics) -> None:
                             layer=layer.ref, line=edge["line"])
 
 
-def _analyze_bodies(document: IRDocument, nodes: dict[str, Node], context: LoadContext,
-                    diags: Diagnostics) -> None:
-    """Sub-graph bodies are validated like models, from their own Parameters."""
+def _bind_bodies(document: IRDocument, nodes: dict[str, Node], context: LoadContext,
+                 diags: Diagnostics) -> None:
+    """Bind and check every sub-graph body (recursively) before anything is inferred.
+
+    The op that owns a body gets it as `op.bodies` (tag -> `Analysis`): its
+    shape function infers the body from the types its inputs feed in.
+    """
     pending = [nodes]
     while pending:
         for node in pending.pop().values():
@@ -310,19 +346,32 @@ def _analyze_bodies(document: IRDocument, nodes: dict[str, Node], context: LoadC
             if not layer.bodies and not layer.port_maps:
                 continue
             _check_port_maps(layer, diags)
-            for body in layer.bodies.values():
+            for tag, body in layer.bodies.items():
                 sub = IRDocument(document.path, document.version, layer.name, body, {}, False, diags)
                 body_nodes = bind_ops(sub, context, diags)
-                order, _ = check_structure(sub, body_nodes, diags)
-                infer_types(sub, body_nodes, order, diags)
-                node.body_nodes.append(body_nodes)
+                order, live = check_structure(sub, body_nodes, diags)
+                node.bodies[tag] = Analysis(sub, body_nodes, order, live, diags, context)
                 pending.append(body_nodes)
+            if node.op is not None:
+                node.op.bodies = node.bodies
+
+
+def _infer_bodies(node: Node, diags: Diagnostics) -> None:
+    """Validate each body with the Parameter types its op fed it (declared ones if it could not say).
+
+    An op with bodies records them in its `infer` as `self.body_inputs`:
+    body tag -> {body Parameter id: TensorType}.
+    """
+    fed = getattr(node.op, "body_inputs", None) or {}
+    for tag, body in node.bodies.items():
+        given = {pid: [t] for pid, t in fed.get(tag, {}).items()}
+        infer_types(body.document, body.nodes, body.order, diags, given)
 
 
 def analyze(document: IRDocument, context: LoadContext) -> Analysis:
     diags = document.diagnostics
     nodes = bind_ops(document, context, diags)
+    _bind_bodies(document, nodes, context, diags)
     order, live = check_structure(document, nodes, diags)
     infer_types(document, nodes, order, diags)
-    _analyze_bodies(document, nodes, context, diags)
-    return Analysis(document, nodes, order, live, diags)
+    return Analysis(document, nodes, order, live, diags, context)

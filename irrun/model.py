@@ -53,6 +53,19 @@ def _document_and_analysis(path: str | Path) -> tuple[IRDocument, Analysis, Weig
     return document, analysis, weights
 
 
+def _unsupported_layers(analysis: Analysis) -> list[Layer]:
+    """Live layers of known types that irrun cannot run, sub-graph bodies included."""
+    found = []
+    for lid, node in analysis.nodes.items():
+        if lid not in analysis.live:
+            continue
+        if node.op is None and node.layer.op_type is not None:
+            found.append(node.layer)
+        for body in node.bodies.values():
+            found += _unsupported_layers(body)
+    return found
+
+
 def _tensor_type(analysis: Analysis, layer: Layer):
     node = analysis.nodes[layer.id]
     return node.types[0] if node.types else None
@@ -66,8 +79,7 @@ class Model:
         errors = analysis.diagnostics.errors
         if document.snippet:
             raise UsageError("is a single-layer snippet: it can be validated but not run", file=str(path))
-        unsupported = [n.layer for lid, n in analysis.nodes.items()
-                       if n.op is None and n.layer.op_type is not None and lid in analysis.live]
+        unsupported = _unsupported_layers(analysis)
         if unsupported and not errors:
             first = unsupported[0]
             others = sorted({l.label for l in unsupported} - {first.label})
@@ -190,7 +202,15 @@ class Model:
         feeds = self._feeds(inputs)
         if self.weights is not None:
             self.weights.check_unchanged()
-        values = self._plan.run(feeds)
+        context = self.analysis.context
+        context.assigned.clear()
+        try:
+            values = self._plan.run(feeds)
+            # Assigns take effect together once the call succeeds: every ReadValue
+            # of this call saw the values from before it.
+            context.state.update(context.assigned)
+        finally:
+            context.assigned.clear()
         out = {}
         for info, value in zip(self.outputs, values):
             if self.ir_version == 10:
@@ -199,6 +219,20 @@ class Model:
         return out
 
     __call__ = infer
+
+    # ------------------------------------------------------------ variables (ReadValue / Assign)
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """Each variable's current value by variable_id, like OpenVINO's `InferRequest.query_state()`:
+        what the last Assign stored, or zeros of the variable's shape before that (dynamic dims 0)."""
+        context = self.analysis.context
+        return {vid: np.array(context.state[vid]) if vid in context.state else reader.reset_value()
+                for vid, reader in context.variables.items()}
+
+    def reset_state(self) -> None:
+        """Forget every variable's value, like `InferRequest.reset_state()`: the next call starts
+        from the initializing values again."""
+        self.analysis.context.state.clear()
 
     def close(self):
         if self.weights is not None:
