@@ -215,6 +215,10 @@ class Model:
         for info, value in zip(self.outputs, values):
             if self.ir_version == 10:
                 value = _v10_output(value, info.element_type)
+            if value.base is not None or not value.flags.writeable:
+                # A view may alias an input, a constant, the weights or a variable:
+                # the caller gets an array of its own, as from OpenVINO.
+                value = value.copy()
             out[info.name] = value
         return out
 

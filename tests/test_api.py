@@ -137,3 +137,21 @@ def test_bin_that_shrinks_after_load_is_refused(tmp_path):
         f.truncate(100)
     with pytest.raises(irrun.ModelError, match="shrank"):
         m.infer(x)
+
+
+def test_outputs_never_alias_inputs_or_weights(tmp_path):
+    """Parameter -> Result and Const -> Result: the caller owns what infer returns."""
+    xml = net([
+        layer(0, "x", "Parameter", data={"shape": "2", "element_type": "f32"}, outputs=[port(0, (2,), names="x")]),
+        layer(1, "w", "Const", data={"element_type": "f32", "shape": "2", "offset": 0, "size": 8},
+              outputs=[port(0, (2,), names="w")]),
+        layer(2, "out_x", "Result", inputs=[port(0, (2,))]),
+        layer(3, "out_w", "Result", inputs=[port(0, (2,))]),
+    ], [edge(0, 0, 2, 0), edge(1, 0, 3, 0)])
+    path = write(tmp_path, xml, np.array([5, 6], np.float32).tobytes())
+    m = irrun.load(path)
+    x = np.array([1, 2], np.float32)
+    out = m.infer(x)
+    out["x"][0] = 99
+    out["w"][0] = 99
+    assert x[0] == 1 and m.infer(x)["w"][0] == 5
