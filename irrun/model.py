@@ -215,7 +215,8 @@ class Model:
         for info, value in zip(self.outputs, values):
             if self.ir_version == 10:
                 value = _v10_output(value, info.element_type)
-            if value.base is not None or not value.flags.writeable:
+            if value.base is not None or not value.flags.writeable or \
+                    any(np.may_share_memory(value, f) for f in feeds.values()):
                 # A view may alias an input, a constant, the weights or a variable:
                 # the caller gets an array of its own, as from OpenVINO.
                 value = value.copy()
