@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import zipfile
@@ -82,6 +83,20 @@ def _summary(name: str, value: np.ndarray) -> list[str]:
     return lines
 
 
+def _print_profile(timings: list) -> None:
+    total = sum(t for _, t in timings) or 1e-12
+    by_type: dict[str, list[float]] = {}
+    for layer, t in timings:
+        by_type.setdefault(layer.label, []).append(t)
+    click.echo(f"profile: {len(timings)} layers run in {total * 1e3:.3f} ms")
+    click.echo(f"  {'ms':>9}  {'%':>5}  {'count':>5}  layer type")
+    for label, ts in sorted(by_type.items(), key=lambda kv: -sum(kv[1])):
+        click.echo(f"  {sum(ts) * 1e3:9.3f}  {100 * sum(ts) / total:5.1f}  {len(ts):5d}  {label}")
+    click.echo("  slowest layers:")
+    for layer, t in sorted(timings, key=lambda lt: -lt[1])[:10]:
+        click.echo(f"  {t * 1e3:9.3f}  {layer.ref.describe()}")
+
+
 class _Group(click.Group):
     """Turns irrun errors into one `error: ...` line and the right exit code."""
 
@@ -98,6 +113,10 @@ class _Group(click.Group):
             ctx.exit(130)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`irrun ... | head`): stop quietly, as Unix tools do.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(1)
         except Exception as exc:  # noqa: BLE001 - an irrun bug still gets one line, not a traceback
             if ctx.obj and ctx.obj.get("debug"):
                 raise
@@ -123,14 +142,18 @@ def cli(ctx, debug):
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write every output to this .npz, keyed by name.")
 @click.option("--max-memory", type=str, default=None, metavar="SIZE",
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
-def infer(model, inputs, output, max_memory):
+@click.option("--profile", is_flag=True, help="Print time per layer type and the slowest layers.")
+def infer(model, inputs, output, max_memory, profile):
     """Run MODEL on the given inputs."""
     limit = parse_size(max_memory) if max_memory else None
     m = load(model, max_memory=limit)
     if not inputs:
         want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
         raise UsageError(f"no --input given; the model takes: {want}")
-    outputs = m.infer(collect_inputs(inputs))
+    timings: list | None = [] if profile else None
+    outputs = m.infer(collect_inputs(inputs), profile=timings)
+    if timings is not None:
+        _print_profile(timings)
     if output:
         np.savez(output, **outputs)
         click.echo(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {output}")

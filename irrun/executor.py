@@ -8,6 +8,7 @@ shape arithmetic).  Each intermediate is dropped after its last consumer.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,7 +139,8 @@ class Plan:
             if t is not None and is_static(t.shape) and t.etype.carrier is not None:
                 self._check_size(node, int(np.prod(t.shape, dtype=np.int64)) * t.etype.carrier.itemsize, t.shape)
 
-    def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    def run(self, feeds: dict[str, np.ndarray], timings: list | None = None) -> list[np.ndarray]:
+        """Run every step; with `timings`, append (layer, seconds) for each step."""
         slots: list = [None] * self.n_slots
         for s, v in self.constants.items():
             slots[s] = v
@@ -149,7 +151,12 @@ class Plan:
             args = [slots[s] for s in step.inputs]
             if check and None in step.out_nbytes:
                 self._check_runtime_types(step, args)
-            out = self._run_step(step.node, step.op, args)
+            if timings is None:
+                out = self._run_step(step.node, step.op, args)
+            else:
+                start = time.perf_counter()
+                out = self._run_step(step.node, step.op, args)
+                timings.append((step.node.layer, time.perf_counter() - start))
             for s, v in zip(step.outputs, out):
                 slots[s] = v
             for s in step.free:

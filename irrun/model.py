@@ -197,15 +197,18 @@ class Model:
                                      f"{list(array.shape)} (dim {i}: {n} is not {d})", file=file)
         return array
 
-    def infer(self, inputs: Any) -> dict[str, np.ndarray]:
-        """Run the model.  `inputs`: dict by name, list in input order, or one array."""
+    def infer(self, inputs: Any, *, profile: list | None = None) -> dict[str, np.ndarray]:
+        """Run the model.  `inputs`: dict by name, list in input order, or one array.
+
+        With `profile=[]`, (layer, seconds) is appended to it for every layer run.
+        """
         feeds = self._feeds(inputs)
         if self.weights is not None:
             self.weights.check_unchanged()
         context = self.analysis.context
         context.assigned.clear()
         try:
-            values = self._plan.run(feeds)
+            values = self._plan.run(feeds, profile)
             # Assigns take effect together once the call succeeds: every ReadValue
             # of this call saw the values from before it.
             context.state.update(context.assigned)

@@ -104,3 +104,10 @@ def test_real_subprocess(launcher):
     assert "top-5: class 7" in p.stdout
     p = subprocess.run([*launcher, "validate", str(ROOT / "nope.xml")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr + p.stdout
+
+
+def test_infer_profile():
+    r = run("infer", XML, "--input", DIGITS / "digit7.npy", "--profile")
+    assert r.exit_code == 0, r.output
+    assert "profile:" in r.output and "MatMul-1" in r.output and "slowest layers" in r.output
+    assert "top-5: class 7" in r.output
