@@ -1,4 +1,11 @@
-"""MatMul (batched matrix product with NumPy's and OpenVINO's 1-D rules) and Einsum."""
+"""MatMul (batched matrix product with NumPy's and OpenVINO's 1-D rules), Einsum and Inverse.
+
+Inverse-14 is OpenVINO's reference algorithm in f32: LU decomposition with partial pivoting
+(the first row with the largest magnitude wins), then forward and backward substitution per
+column.  adjoint=true transposes the inverse, as the CPU plugin does (the reference
+source multiplies it by the determinant instead: specs/errata/misc.md).  A singular matrix
+gives inf/NaN, as in OpenVINO.
+"""
 from __future__ import annotations
 
 import string
@@ -8,7 +15,7 @@ import numpy as np
 from .. import etypes
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
-from ..shapes import ANY, Shape, broadcast_dims, broadcast_shapes, dim_merge, format_shape
+from ..shapes import ANY, Shape, broadcast_dims, broadcast_shapes, dim_merge, dims_compatible, format_shape
 from .arithmetic import merge_etypes
 
 
@@ -215,3 +222,56 @@ class Einsum(Op):
         with np.errstate(all="ignore"):   # integer products wrap, as in C++
             result = np.einsum(f"{','.join(subscripts)}->{out}", *arrays)
         return np.asarray(result, dtype=dtype)
+
+
+# ---------------------------------------------------------------- Inverse
+
+def lu_inverse(a: np.ndarray) -> np.ndarray:
+    """Inverses of a stack of square matrices [..., n, n], in f32 as OpenVINO's reference computes them."""
+    n = a.shape[-1]
+    if a.size == 0:
+        return a.astype(np.float32)
+    u = a.reshape(-1, n, n).astype(np.float32, copy=True)
+    batch = np.arange(u.shape[0])
+    lower = np.zeros_like(u)
+    perm = np.tile(np.arange(n), (u.shape[0], 1))
+    with np.errstate(all="ignore"):
+        for k in range(n):
+            pivot = k + np.argmax(np.abs(u[:, k:, k]), axis=1)   # first largest, as a strict > scan
+            for m in (u, lower, perm):
+                row_k, row_p = m[batch, k].copy(), m[batch, pivot].copy()
+                m[batch, k], m[batch, pivot] = row_p, row_k
+            lower[:, k + 1:, k] = u[:, k + 1:, k] / u[:, k:k + 1, k]
+            u[:, k + 1:, k:] -= lower[:, k + 1:, k:k + 1] * u[:, k:k + 1, k:]
+        lower[:, np.arange(n), np.arange(n)] = 1
+        # L y = P e_c for every column c at once, then U x = y.
+        y = (perm[:, :, None] == np.arange(n)).astype(np.float32)
+        for i in range(n):
+            y[:, i] -= np.einsum("bj,bjc->bc", lower[:, i, :i], y[:, :i])
+        x = np.zeros_like(y)
+        for i in reversed(range(n)):
+            x[:, i] = (y[:, i] - np.einsum("bj,bjc->bc", u[:, i, i + 1:], x[:, i + 1:])) / u[:, i, i:i + 1]
+    return x.reshape(a.shape)
+
+
+@register("Inverse", 14)
+class Inverse(Op):
+    """The inverse of each square matrix in the last two dims (transposed with adjoint=true)."""
+
+    def infer(self, inputs):
+        data = inputs[0]
+        if data.etype is not etypes.dynamic and not data.etype.is_float:
+            raise ShapeError(f"Inverse takes floating-point data, got {data.etype}")
+        if data.rank is not None:
+            if data.rank < 2:
+                raise ShapeError(f"Inverse needs matrices (rank 2 or more), got {format_shape(data.shape)}")
+            if not dims_compatible(data.shape[-1], data.shape[-2]):
+                raise ShapeError(f"Inverse needs square matrices, got {format_shape(data.shape)}")
+        return [data.like()]
+
+    def run(self, data):
+        # OpenVINO works in f32 for every float type.
+        inverse = lu_inverse(data)
+        if self.attrs.adjoint:
+            inverse = np.swapaxes(inverse, -1, -2)
+        return np.ascontiguousarray(inverse).astype(data.dtype)

@@ -1,4 +1,4 @@
-"""Normalization: MVN-2/6, BatchNormInference-1/5, NormalizeL2, GroupNormalization, LRN.
+"""Normalization: MVN-2/6, BatchNormInference-1/5, NormalizeL2, GroupNormalization, LRN, GRN.
 
 Each keeps its data input's shape and element type.  Kernels compute in
 floating point (f16 in f32, integers in f64) and come back to the input type
@@ -294,3 +294,21 @@ class LRN(Op):
             return v / ((a.bias + scale * squares) ** a.beta).astype(v.dtype)
 
         return in_float(lrn, x)
+
+
+# ---------------------------------------------------------------- GRN
+
+@register("GRN", 1)
+class GRN(Op):
+    """Global response normalization: x / sqrt(sum over channels (dim 1) of x^2 + bias)."""
+
+    def infer(self, inputs):
+        data = inputs[0]
+        _check_numeric(data)
+        if data.rank is not None and data.rank not in (2, 3, 4):
+            raise ShapeError(f"GRN takes data of rank 2, 3 or 4, got {format_shape(data.shape)}")
+        return [data.like()]
+
+    def run(self, x):
+        bias = self.attrs.bias
+        return in_float(lambda v: v / np.sqrt(np.sum(v * v, axis=1, keepdims=True) + bias), x)

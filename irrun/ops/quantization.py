@@ -1,4 +1,6 @@
-"""FakeQuantize-1: clamp to [input_low, input_high], snap to `levels` steps, map onto [output_low, output_high].
+"""FakeQuantize-1 and FakeConvert-13.
+
+FakeQuantize-1: clamp to [input_low, input_high], snap to `levels` steps, map onto [output_low, output_high].
 
 Computed as OpenVINO's reference (`reference/fake_quantize.hpp`), in the input's
 type, operation for operation:
@@ -11,6 +13,12 @@ type, operation for operation:
 nearbyint rounds half to even.  Integer inputs use C++ integer arithmetic
 (truncating division).  f16 is computed in f32, as the CPU plugin does.  The
 output has the shape of X: the four limits only have to broadcast against it.
+
+FakeConvert-13 emulates a round trip through an fp8 type, as the CPU plugin computes it
+(specs/errata/misc.md): y = x * scale - shift in f32, rounded to f16, then to the nearest
+f8 value (ties to even, saturating at the largest finite value, inf included), then
+(y + shift) * (1 / scale) in f32.  NaN follows OpenVINO's reference (f8e4m3: +-448 by the
+sign bit; f8e5m2: NaN); the CPU plugin turns it into -max.
 """
 from __future__ import annotations
 
@@ -20,9 +28,10 @@ from .. import etypes
 from ..errors import ShapeError, UnsupportedError
 from ..etypes import from_dtype
 from ..registry import Op, TensorType, register
-from ..shapes import Shape, dim_merge, format_shape
+from ..shapes import Shape, broadcast_shapes, dim_merge, dims_compatible, format_shape
 from .arithmetic import PDPD_AXIS, broadcast_binary
 from .common import convert_array
+from .generation import round_to_bf16
 
 _LIMITS = ("input_low", "input_high", "output_low", "output_high")
 
@@ -124,3 +133,79 @@ class FakeQuantize(Op):
         aligned = [limit_at_every_element(np.asarray(lim).astype(compute), x.shape, name)
                    for lim, name in zip(limits, _LIMITS)]
         return fake_quantize(x.astype(compute), *aligned, self.attrs.levels).astype(dtype)
+
+
+# ---------------------------------------------------------------- FakeConvert
+
+def _positive_grid(etype) -> np.ndarray:
+    """The finite values >= 0 of an 8-bit float type, ascending; index = code (so parity = mantissa parity)."""
+    values = etype.decode(np.arange(128, dtype=np.uint8).tobytes(), 128).astype(np.float64)
+    return values[np.isfinite(values)]
+
+
+def round_to_f8(x: np.ndarray, etype) -> np.ndarray:
+    """x (f32) through f16, then to the nearest value of the f8 type (ties to the even code), saturating."""
+    grid = _positive_grid(etype)
+    with np.errstate(over="ignore"):
+        magnitude = np.minimum(np.abs(x.astype(np.float16).astype(np.float64)), grid[-1])   # inf saturates too
+    upper = np.clip(np.searchsorted(grid, magnitude), 1, grid.size - 1)
+    low, high = grid[upper - 1], grid[upper]
+    tie = magnitude - low == high - magnitude
+    pick_high = (magnitude - low > high - magnitude) | (tie & (upper % 2 == 0))
+    rounded = np.where(magnitude <= low, low, np.where(pick_high, high, low))
+    out = np.copysign(rounded, x).astype(np.float32)
+    nan = np.isnan(x)
+    if etype.name == "f8e4m3":   # the reference clamps NaN to the largest value, keeping its sign
+        return np.where(nan, np.copysign(np.float32(grid[-1]), x), out)
+    return np.where(nan, x, out)
+
+
+def _unidirectional(data: Shape, other: Shape, name: str) -> None:
+    if data is None or other is None:
+        return
+    try:
+        merged = broadcast_shapes(data, other)
+    except ShapeError:
+        merged = None
+    if merged is None or len(merged) != len(data) or not all(dims_compatible(m, d) for m, d in zip(merged, data)):
+        raise ShapeError(f"FakeConvert {name} {format_shape(other)} does not broadcast onto data {format_shape(data)}")
+
+
+@register("FakeConvert", 13)
+class FakeConvert(Op):
+    """Round trip through f8e4m3 or f8e5m2: scale and shift in, round, shift and scale back."""
+
+    def infer(self, inputs):
+        data = inputs[0]
+        for t in inputs:
+            if t.etype is not etypes.dynamic and t.etype.name not in ("f32", "f16", "bf16"):
+                raise ShapeError(f"FakeConvert takes f32, f16 or bf16, got {t.etype}")
+        if len({t.etype for t in inputs if t.etype is not etypes.dynamic}) > 1:
+            raise ShapeError("FakeConvert inputs must share one element type, got "
+                             + ", ".join(str(t.etype) for t in inputs))
+        if len(inputs) > 2 and inputs[1].shape is not None and inputs[2].shape is not None:
+            scale, shift = inputs[1].shape, inputs[2].shape
+            if len(scale) != len(shift) or not all(dims_compatible(a, b) for a, b in zip(scale, shift)):
+                raise ShapeError(f"FakeConvert shift {format_shape(shift)} must have the shape of scale "
+                                 f"{format_shape(scale)}")
+        for name, t in zip(("scale", "shift"), inputs[1:]):
+            _unidirectional(data.shape, t.shape, name)
+        etype = next((t.etype for t in inputs if t.etype is not etypes.dynamic), etypes.dynamic)
+        self.etype = etype   # bf16 travels as f32: run() needs the true type to round the result
+        return [data.like(etype=etype)]
+
+    def run(self, x, scale, shift=None):
+        f32 = np.float32
+        dst = etypes.BY_NAME[self.attrs.destination_type]
+        with np.errstate(all="ignore"):
+            s = scale.astype(f32)
+            v = x.astype(f32) * s
+            if shift is not None:
+                v = v - shift.astype(f32)
+            v = round_to_f8(v, dst)
+            if shift is not None:
+                v = v + shift.astype(f32)
+            y = np.broadcast_to(v * (f32(1) / s), x.shape)
+        if getattr(self, "etype", None) is etypes.BY_NAME["bf16"]:
+            return round_to_bf16(y)
+        return y.astype(x.dtype)
