@@ -1,5 +1,5 @@
 """Gather and scatter ops: Gather, GatherElements, GatherND, ScatterUpdate,
-ScatterElementsUpdate, ScatterNDUpdate.
+ScatterElementsUpdate, ScatterNDUpdate; and OneHot, the inverse of an index lookup.
 
 Every kernel reduces its op to one of two NumPy moves on a flattened view:
 a gather is fancy indexing of rows, a scatter writes (or reduces into) rows
@@ -500,3 +500,49 @@ class ScatterNDUpdate(Op):
         out = scatter_rows(rows, idx @ _row_major_strides(tuple_dims), updates.reshape(idx.shape[0], rows.shape[1]),
                            self.attrs.get("reduction") or "none")
         return out.reshape(data.shape)
+
+
+# ---------------------------------------------------------------- OneHot
+
+@register("OneHot", 1, 16)
+class OneHot(Op):
+    """on_value where the position along the new `axis` equals the index, off_value elsewhere.
+    An index outside [0, depth) gives off_value all along the axis; OneHot-16 with
+    negative_indices_mode=normalize first counts a negative index from the end (index + depth)."""
+
+    def infer(self, inputs):
+        indices, depth, on, off = inputs
+        _check_etype(indices, "OneHot indices", INTEGER)
+        _check_etype(depth, "OneHot depth", INTEGER)
+        for name, t in (("depth", depth), ("on_value", on), ("off_value", off)):
+            if t.rank not in (None, 0):
+                raise ShapeError(f"OneHot {name} must be a scalar, got {format_shape(t.shape)}")
+        try:
+            etype = merge_etypes(on.etype, off.etype)
+        except ShapeError:
+            raise ShapeError(f"on_value ({on.etype}) and off_value ({off.etype}) must have one element type") from None
+        if indices.shape is None:
+            return [TensorType(None, etype)]
+        axis = normalize_axis(self.attrs.axis, indices.rank + 1, "OneHot axis")
+        size = None if depth.value is None else _one_hot_depth(depth.value)
+        shape = indices.shape[:axis] + (ANY if size is None else size,) + indices.shape[axis:]
+        return [TensorType(shape, etype, notes=None if size is None else {axis: f"depth = {size}"})]
+
+    def run(self, indices, depth, on_value, off_value):
+        size = _one_hot_depth(depth)
+        axis = normalize_axis(self.attrs.axis, indices.ndim + 1, "OneHot axis")
+        idx = _as_index(indices)
+        if self.attrs.get("negative_indices_mode") == "normalize":
+            idx = np.where(idx < 0, idx + size, idx)
+        # Positions along the new axis, shaped to broadcast against the indices with that axis
+        # inserted; an index outside [0, depth) matches none of them.
+        positions = np.arange(size).reshape((size,) + (1,) * (indices.ndim - axis))
+        hit = np.expand_dims(idx, axis) == positions
+        return np.where(hit, on_value, off_value).astype(on_value.dtype, copy=False)
+
+
+def _one_hot_depth(depth) -> int:
+    size = _first_int(depth, "OneHot depth")
+    if size < 0:
+        raise ShapeError(f"OneHot depth must not be negative, got {size}")
+    return size
