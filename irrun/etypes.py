@@ -157,7 +157,8 @@ def _decode_string(buf, count):
         raise ModelError("string constant has offsets outside its packed data")
     out = np.empty(n, dtype=object)
     for i in range(n):
-        out[i] = body[offsets[i]:offsets[i + 1]].decode("utf-8", errors="replace")
+        # surrogateescape keeps bytes that are not UTF-8, so StringTensorUnpack gives them back
+        out[i] = body[offsets[i]:offsets[i + 1]].decode("utf-8", errors="surrogateescape")
     return out
 
 

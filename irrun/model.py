@@ -174,9 +174,11 @@ class Model:
             raise InputError(f"input {info.name!r}: cannot make an array of {type(value).__name__}: {exc}",
                              file=file) from None
         want = etype.carrier
-        if array.dtype == object or want is None:
+        if etype.kind == "string":
+            array = _string_array(info.name, array, file)
+        elif array.dtype == object or want is None:
             raise InputError(f"input {info.name!r}: arrays of {array.dtype} are not supported", file=file)
-        if array.dtype != want:
+        elif array.dtype != want:
             # Like OpenVINO's Python API, convert where no value class changes
             # (f64 -> f32, int -> float); refuse float -> int and the like.
             if etype.name == "f16" and self.ir_version == 10:
@@ -245,6 +247,20 @@ class Model:
     def close(self):
         if self.weights is not None:
             self.weights.close()
+
+
+def _string_array(name: str, array: np.ndarray, file: str) -> np.ndarray:
+    """A string input as irrun carries it: an object array of str.  Bytes are decoded as UTF-8;
+    bytes that are not UTF-8 survive (surrogateescape), as they do in StringTensorUnpack."""
+    if array.dtype.kind not in "USO":
+        raise InputError(f"input {name!r} expects strings (str or bytes), got {array.dtype}", file=file)
+    items = array.reshape(-1).tolist()
+    if not all(isinstance(s, (str, bytes)) for s in items):
+        raise InputError(f"input {name!r} expects strings (str or bytes); its object array holds other values",
+                         file=file)
+    out = np.empty(len(items), dtype=object)
+    out[:] = [s.decode("utf-8", "surrogateescape") if isinstance(s, bytes) else s for s in items]
+    return out.reshape(array.shape)
 
 
 def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
