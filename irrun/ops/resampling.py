@@ -44,7 +44,7 @@ import numpy as np
 from .. import etypes
 from ..errors import ShapeError, UnsupportedError
 from ..registry import Op, TensorType, register
-from ..shapes import ANY, DimLike, Shape, dim_map, format_shape, is_static_dim
+from ..shapes import ANY, DimLike, Shape, dim_map, dim_merge, dims_compatible, format_shape, is_static_dim
 
 _F32 = np.float32
 _HALF = np.float32(0.5)
@@ -539,3 +539,165 @@ class Interpolate1(_Interpolate):
         sizes = [int(v) for v in np.asarray(target).reshape(-1)[:len(axes)]]
         scales = _size_ratios(x.shape, axes, sizes, a.pads_begin, a.pads_end)
         return interpolate(x, axes, sizes, scales, self._method(x.ndim, axes), a.pads_begin, a.pads_end)
+
+
+# ---------------------------------------------------------------- GridSample-9
+#
+# Every output point reads the data at its own (x, y) from the grid, so there is
+# no per-axis table here: the whole grid is denormalised at once, and the 1, 4
+# or 16 neighbours are gathered with fancy indexing and weighted.  The arithmetic
+# is float32 in the order of OpenVINO's reference (which the CPU plugin matches
+# to an ulp); the padding rules are PyTorch's (the reflection acts on the
+# continuous coordinate).  Details and divergences: specs/errata/resampling.md.
+
+_GRID_TYPES = ("f32", "f16", "bf16", "f64")
+_BICUBIC_A = _F32(-0.75)
+
+
+def _denormalized(v: np.ndarray, n: int, align_corners: bool) -> np.ndarray:
+    """A grid value in [-1, 1] as a float32 pixel coordinate along an axis of size n."""
+    one, two = _F32(1), _F32(2)
+    if align_corners:
+        return (v + one) * (_F32(n) - one) / two
+    return ((v + one) * _F32(n) - one) / two
+
+
+def _reflected(c: np.ndarray, n: int, align_corners: bool) -> np.ndarray:
+    """c mirrored into [0, n - 1] (corners aligned) or [-0.5, n - 0.5] (not), any number of times."""
+    if align_corners and n == 1:
+        return np.zeros_like(c)
+    lo, span = (_F32(0), _F32(n - 1)) if align_corners else (_F32(-0.5), _F32(n))
+    distance = np.abs(c - lo)
+    flips = np.floor(distance / span)
+    extra = distance - flips * span
+    return np.where(flips % 2 == 0, lo + extra, lo + span - extra).astype(_F32)
+
+
+def _padded_coords(c: np.ndarray, n: int, padding_mode: str, align_corners: bool) -> np.ndarray:
+    """Coordinates moved inside the axis as the padding mode says; `zeros` leaves them (outside reads 0)."""
+    if padding_mode == "reflection":
+        c = _reflected(c, n, align_corners)
+    if padding_mode in ("border", "reflection"):
+        c = np.clip(c, _F32(0), _F32(n - 1))
+    return c
+
+
+class _PointGather:
+    """Reads data[n, :, y, x] for integer (y, x) per grid point; points outside the data read 0."""
+
+    def __init__(self, data: np.ndarray):
+        self.channels_last = np.moveaxis(data, 1, -1)          # N, H, W, C: one gather per point
+        self.height, self.width = data.shape[2:]
+        self.batch = np.arange(data.shape[0])[:, None, None]
+
+    def __call__(self, iy: np.ndarray, ix: np.ndarray) -> np.ndarray:
+        inside = (iy >= 0) & (iy < self.height) & (ix >= 0) & (ix < self.width)
+        values = self.channels_last[self.batch, np.clip(iy, 0, self.height - 1), np.clip(ix, 0, self.width - 1)]
+        return np.where(inside[..., None], values, values.dtype.type(0))   # N, H_out, W_out, C
+
+
+def _cubic_coefficients(t: np.ndarray) -> list[np.ndarray]:
+    """Keys' cubic kernel (a = -0.75) at the distances t + 1, t, 1 - t, 2 - t, as the reference writes it."""
+    a, one, two = _BICUBIC_A, _F32(1), _F32(2)
+
+    def far(d):   # 1 <= d < 2
+        return ((a * d - _F32(5) * a) * d + _F32(8) * a) * d - _F32(4) * a
+
+    def near(d):  # 0 <= d <= 1
+        return ((a + two) * d - (a + _F32(3))) * d * d + one
+
+    return [far(t + one), near(t), near(one - t), far(two - t)]
+
+
+def grid_sample(data: np.ndarray, grid: np.ndarray, align_corners: bool, mode: str, padding_mode: str) -> np.ndarray:
+    """GridSample-9 of NCHW `data` at the [N, H_out, W_out, 2] (x, y) `grid`; float32 arithmetic."""
+    height, width = data.shape[2:]
+    x = _denormalized(grid[..., 0].astype(_F32), width, align_corners)
+    y = _denormalized(grid[..., 1].astype(_F32), height, align_corners)
+    gather = _PointGather(data)
+
+    if mode == "nearest":
+        # round half to even (lrint), and the values are copied, not converted
+        x = _padded_coords(x, width, padding_mode, align_corners)
+        y = _padded_coords(y, height, padding_mode, align_corners)
+        return np.moveaxis(gather(np.rint(y).astype(np.int64), np.rint(x).astype(np.int64)), -1, 1)
+
+    gather = _PointGather(data.astype(_F32))
+    if mode == "bilinear":
+        x = _padded_coords(x, width, padding_mode, align_corners)
+        y = _padded_coords(y, height, padding_mode, align_corners)
+        x0, y0 = np.floor(x), np.floor(y)
+        dx, dy = (x - x0)[..., None], (y - y0)[..., None]
+        ix, iy = x0.astype(np.int64), y0.astype(np.int64)
+        one = _F32(1)
+        top = (one - dx) * gather(iy, ix) + dx * gather(iy, ix + 1)
+        bottom = (one - dx) * gather(iy + 1, ix) + dx * gather(iy + 1, ix + 1)
+        out = dy * bottom + (one - dy) * top
+    elif mode == "bicubic":
+        # the 4 x 4 taps around floor(coordinate); padding moves each tap, not the point
+        x0, y0 = np.floor(x), np.floor(y)
+        wx, wy = _cubic_coefficients(x - x0), _cubic_coefficients(y - y0)
+
+        def tap(base, offset, n):
+            moved = _padded_coords(base + _F32(offset), n, padding_mode, align_corners)
+            return np.rint(moved).astype(np.int64)
+
+        columns = [tap(x0, i - 1, width) for i in range(4)]
+        out = None
+        for j in range(4):
+            row_index = tap(y0, j - 1, height)
+            row = None
+            for i in range(4):
+                term = wx[i][..., None] * gather(row_index, columns[i])
+                row = term if row is None else row + term
+            term = wy[j][..., None] * row
+            out = term if out is None else out + term
+    else:
+        raise AssertionError(mode)
+    return np.moveaxis(_grid_sample_cast(out, data.dtype), -1, 1)
+
+
+def _grid_sample_cast(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The CPU plugin's store: i8/u8 round half to even, wider integers truncate; both saturate."""
+    if dtype.kind == "f":
+        return values.astype(dtype)
+    rounding = np.rint if dtype.itemsize == 1 else np.trunc
+    return _saturate(values, dtype, rounding).astype(dtype)
+
+
+@register("GridSample", 9)
+class GridSample(Op):
+    """Samples NCHW data at the normalised (x, y) points of a [N, H_out, W_out, 2] grid."""
+
+    def spatial_rank(self, inputs):
+        return None
+
+    def infer(self, inputs):
+        data, grid = inputs
+        _check_type(data, _DATA_TYPES, "data")
+        _check_type(grid, _GRID_TYPES, "grid")
+        for t, what in ((data, "data"), (grid, "grid")):
+            if t.rank is not None and t.rank != 4:
+                raise ShapeError(f"{what} must be 4-D, got shape {format_shape(t.shape)}")
+        out = [ANY] * 4
+        if data.shape is not None:
+            out[0], out[1] = data.shape[0], data.shape[1]
+        if grid.shape is not None:
+            if not dims_compatible(grid.shape[3], 2):
+                raise ShapeError(f"the last dim of grid {format_shape(grid.shape)} must be 2 (x, y)")
+            try:
+                out[0] = dim_merge(out[0], grid.shape[0])
+            except ShapeError:
+                raise ShapeError(f"batch of data {format_shape(data.shape)} differs from batch of grid "
+                                 f"{format_shape(grid.shape)}") from None
+            out[2], out[3] = grid.shape[1], grid.shape[2]
+        return [TensorType(tuple(out), data.etype)]
+
+    def run(self, data, grid):
+        n, channels, height, width = data.shape
+        if n != grid.shape[0] or grid.shape[3] != 2:
+            raise ShapeError(f"grid {grid.shape} does not fit data {data.shape}")
+        if height == 0 or width == 0:
+            return np.zeros((n, channels) + grid.shape[1:3], data.dtype)
+        a = self.attrs
+        return grid_sample(data, grid, a.align_corners, a.mode, a.padding_mode)
