@@ -1,76 +1,172 @@
-"""Benchmark irrun against OpenVINO (CPU, f32) on the same IRs, in one run.
+"""Benchmark irrun against OpenVINO (CPU, f32) and ONNX's ReferenceEvaluator on the same networks.
 
-    pip install ".[test]" && python benchmarks/run.py [--repeat 20]
+    pip install ".[test]" && python benchmarks/run.py [--quick] [--threads 1] [--networks resnet18,detector]
 
-Builds each network with openvino's Python API, saves it as IR in a temporary
-directory, then measures for both runtimes: load (+ first inference) time and
-median latency at batch 1.  Prints a Markdown table with the ratios and the
-BLAS NumPy uses.
+Builds each network of `benchmarks/networks.py` with openvino's Python API
+(and the same weights with onnx.helper, when `onnx` is importable), saves it
+as IR, then runs every runtime in a process of its own (`measure.py`):
+median latency at batch 1, load + first inference, and peak RSS.  Prints
+Markdown tables: latency, load and memory, convolution GFLOP/s against
+numpy.matmul on the same GEMM, and where irrun's time goes per network.
+Each output is checked against OpenVINO's (max relative error).
+
+The default run takes about 2 minutes on 2 cores (longer on a busy machine),
+`--quick` (5 repeats, no f16 ResNet) under one.  On a machine other work shares, multi-threaded BLAS
+stalls whenever a core is taken: `--threads 1` gives both runtimes one thread
+and steadier numbers.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import openvino as ov
-import openvino.opset8 as ops
 
 import irrun
+from networks import NETWORKS, QUICK, build_ir, build_onnx
 
-RNG = np.random.default_rng(0)
-
-
-def _w(*shape):
-    return ops.constant((RNG.standard_normal(shape) * (2.0 / np.prod(shape[1:])) ** 0.5).astype(np.float32))
+HERE = Path(__file__).resolve().parent
+RUNTIMES = ("irrun", "openvino", "onnx")
 
 
-def conv_bn_relu(x, cin, cout, k=3, stride=1):
-    pad = k // 2
-    y = ops.convolution(x, _w(cout, cin, k, k), [stride, stride], [pad, pad], [pad, pad], [1, 1])
-    y = ops.add(y, ops.constant(RNG.standard_normal((1, cout, 1, 1)).astype(np.float32) * 0.1))
-    return ops.relu(y)
+# ---------------------------------------------------------------- the machine
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
-def small_cnn():
-    """A ResNet-flavoured CNN at 1x3x112x112: conv stem, max pool, 6 conv blocks, avg pool, FC."""
-    x = ops.parameter([1, 3, 112, 112], ov.Type.f32, name="image")
-    y = conv_bn_relu(x, 3, 32, 7, 2)
-    y = ops.max_pool(y, [2, 2], [1, 1], [1, 1], [3, 3], auto_pad="explicit").output(0)
-    c = 32
-    for cout, stride in ((32, 1), (64, 2), (64, 1), (128, 2), (128, 1), (256, 2)):
-        y = conv_bn_relu(y, c, cout, 3, stride)
-        c = cout
-    y = ops.avg_pool(y, [1, 1], [0, 0], [0, 0], [4, 4], True, auto_pad="valid")
-    y = ops.reshape(y, ops.constant(np.array([1, -1], np.int64)), False)
-    y = ops.softmax(ops.matmul(y, _w(c * 1, 1000), False, False), 1)
-    return ov.Model([ops.result(y)], [x], "small_cnn"), [RNG.standard_normal((1, 3, 112, 112)).astype(np.float32)]
+def _memory_gib() -> float:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
 
 
-def mlp():
-    x = ops.parameter([1, 512], ov.Type.f32, name="x")
-    y = x
-    for _ in range(4):
-        y = ops.relu(ops.add(ops.matmul(y, _w(512, 512), False, False), _w(1, 512)))
-    return ov.Model([ops.result(y)], [x], "mlp"), [RNG.standard_normal((1, 512)).astype(np.float32)]
+def blas() -> str:
+    """The BLAS NumPy was built with, and its thread count where threadpoolctl can tell."""
+    try:
+        info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        name = f"{info.get('name')} {info.get('version', '')}".strip()
+    except Exception:  # noqa: BLE001 - only descriptive
+        name = "unknown BLAS"
+    try:
+        from threadpoolctl import threadpool_info
+        threads = {p["internal_api"]: p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"}
+        if threads:
+            name += ", " + ", ".join(f"{api} {n} threads" for api, n in threads.items())
+    except ImportError:
+        pass
+    return name
 
 
-def many_small_layers(n=400):
-    """Hundreds of cheap layers: measures per-layer overhead."""
-    x = ops.parameter([1, 16], ov.Type.f32, name="x")
-    y = x
-    for i in range(n // 2):
-        y = ops.relu(ops.add(y, ops.constant(np.full((1, 16), 0.001 * i, np.float32))))
-    return ov.Model([ops.result(y)], [x], "many_small_layers"), [RNG.standard_normal((1, 16)).astype(np.float32)]
+def machine() -> str:
+    import openvino as ov
+    versions = [f"numpy {np.__version__} ({blas()})", f"openvino {ov.__version__.split('-')[0]}",
+                f"irrun {irrun.__version__}", f"Python {platform.python_version()}"]
+    if _onnx_available():
+        import onnx
+        versions.append(f"onnx {onnx.__version__}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"{_cpu_name()}, {os.cpu_count()} cores, {_memory_gib():.0f} GiB; load average {load:.1f} at start\n"
+            + "; ".join(versions))
 
 
-NETWORKS = [small_cnn, mlp, many_small_layers]
+def _onnx_available() -> bool:
+    try:
+        import onnx.reference  # noqa: F401
+        return True
+    except ImportError:
+        return False
 
 
-def _median_latency(fn, repeat):
+# ---------------------------------------------------------------- one network
+
+def measure(runtime: str, model: Path, inputs: Path, outputs: Path, args) -> dict:
+    cmd = [sys.executable, str(HERE / "measure.py"), runtime, str(model), str(inputs), str(outputs),
+           "--repeat", str(args.repeat), "--budget", str(args.budget)]
+    # Compiled bytecode is cached (in a directory of this run) as after `pip install`, even where
+    # PYTHONDONTWRITEBYTECODE is set: load times then do not include compiling irrun's sources.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(outputs.parent / "pycache")
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = str(args.threads)
+    timeout = args.timeout
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return {"error": last}
+    return json.loads(done.stdout)
+
+
+def warm_up(workdir: Path, args) -> None:
+    """Load the digits sample once per runtime and throw the numbers away: bytecode compiled and
+    cached, shared libraries and the model files in the OS cache, for every later measurement."""
+    xml, inputs = build_ir("digits", workdir)
+    feeds = workdir / "warm-up.inputs.npz"
+    np.savez(feeds, **inputs)
+    for runtime in ("openvino", "irrun"):
+        measure(runtime, xml, feeds, workdir / f"warm-up.{runtime}.npz", argparse.Namespace(**{**vars(args), "repeat": 1}))
+
+
+def max_relative_error(ours: Path, reference: Path) -> float | None:
+    """max |a - b| / max |b| over the outputs, in order."""
+    if not (ours.exists() and reference.exists()):
+        return None
+    with np.load(ours) as a, np.load(reference) as b:
+        errors = []
+        for key in b.files:
+            x, y = a[key].astype(np.float64), b[key].astype(np.float64)
+            if x.shape != y.shape:
+                return float("inf")
+            errors.append(np.abs(x - y).max(initial=0) / max(np.abs(y).max(initial=0), 1e-30))
+    return max(errors, default=0.0)
+
+
+def bench_network(name: str, workdir: Path, args) -> dict:
+    xml, inputs = build_ir(name, workdir)
+    feeds = workdir / f"{name}.inputs.npz"
+    np.savez(feeds, **inputs)
+    files = {"openvino": xml, "irrun": xml}    # OpenVINO first: its outputs are the reference
+    if args.onnx:
+        onnx_file = build_onnx(name, workdir) if not NETWORKS.get(name, (None, False))[1] else None
+        if onnx_file is not None:
+            files["onnx"] = onnx_file
+    results = {}
+    for runtime, model in files.items():
+        out = workdir / f"{name}.{runtime}.out.npz"
+        results[runtime] = measure(runtime, model, feeds, out, args)
+        if runtime != "openvino":
+            results[runtime]["error_vs_openvino"] = max_relative_error(out, workdir / f"{name}.openvino.out.npz")
+    results["weights_mib"] = xml.with_suffix(".bin").stat().st_size / 2**20
+    return results
+
+
+# ---------------------------------------------------------------- convolution vs matmul
+
+# (C_in, C_out, kernel, stride, H, W): ResNet-18's stem and stage convs, the detector's widest conv
+CONV_SHAPES = [(3, 64, 7, 2, 224, 224), (64, 64, 3, 1, 56, 56), (128, 128, 3, 1, 28, 28),
+               (256, 256, 3, 1, 14, 14), (512, 512, 3, 1, 7, 7), (16, 16, 3, 1, 160, 320),
+               (256, 512, 1, 2, 14, 14)]
+
+
+def _median_time(fn, repeat: int) -> float:
+    fn()
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -79,50 +175,146 @@ def _median_latency(fn, repeat):
     return statistics.median(times)
 
 
-def _blas() -> str:
-    try:
-        config = np.show_config(mode="dicts")
-        blas = config["Build Dependencies"]["blas"]
-        return f"{blas.get('name')} {blas.get('version', '')}".strip()
-    except Exception:  # noqa: BLE001
-        return "unknown"
+def conv_vs_matmul(workdir: Path, repeat: int, threads: int | None = None) -> list[tuple]:
+    """Per conv shape: GFLOP/s of irrun's Convolution and of numpy.matmul on the same GEMM."""
+    if threads:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            print("(threadpoolctl is not installed: this table uses NumPy's default threads)")
+        else:
+            with threadpool_limits(threads):
+                return conv_vs_matmul(workdir, repeat)
+    import openvino as ov
+    import openvino.opset13 as ops
+    rng = np.random.default_rng(0)
+    rows = []
+    for cin, cout, k, s, h, w in CONV_SHAPES:
+        pad = k // 2
+        x = ops.parameter([1, cin, h, w], ov.Type.f32, name="x")
+        filters = rng.standard_normal((cout, cin, k, k), dtype=np.float32)
+        y = ops.convolution(x, ops.constant(filters), [s, s], [pad, pad], [pad, pad], [1, 1])
+        xml = workdir / f"conv_{cin}_{cout}_{k}_{s}_{h}x{w}.xml"
+        ov.save_model(ov.Model([ops.result(y)], [x], "conv"), str(xml), compress_to_fp16=False)
+        model = irrun.load(xml)
+        data = rng.standard_normal((1, cin, h, w), dtype=np.float32)
+        ho, wo = (h + 2 * pad - k) // s + 1, (w + 2 * pad - k) // s + 1
+        flops = 2 * cout * cin * k * k * ho * wo
+        conv_s = _median_time(lambda: model.infer(data), repeat)
+        a = rng.standard_normal((cout, cin * k * k), dtype=np.float32)
+        b = rng.standard_normal((cin * k * k, ho * wo), dtype=np.float32)
+        out = np.empty((cout, ho * wo), np.float32)
+        gemm_s = _median_time(lambda: np.matmul(a, b, out=out), repeat)
+        rows.append((f"{cin}->{cout} {k}x{k}/{s} @{h}x{w}", f"{cout}x{cin * k * k}x{ho * wo}",
+                     flops / conv_s / 1e9, flops / gemm_s / 1e9))
+    return rows
 
 
-def bench(build, repeat, workdir: Path):
-    model, inputs = build()
-    xml = workdir / f"{model.get_friendly_name()}.xml"
-    ov.save_model(model, str(xml), compress_to_fp16=False)
-    core = ov.Core()
+# ---------------------------------------------------------------- report
 
-    t = time.perf_counter()
-    compiled = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    request = compiled.create_infer_request()
-    request.infer(inputs)
-    ov_load = time.perf_counter() - t
-    ov_lat = _median_latency(lambda: request.infer(inputs), repeat)
+def _ms(r: dict, key: str) -> str:
+    return f"{r[key] * 1e3:.2f}" if key in r else r.get("error", "-")
 
-    t = time.perf_counter()
-    m = irrun.load(xml)
-    m.infer(inputs)
-    ir_load = time.perf_counter() - t
-    ir_lat = _median_latency(lambda: m.infer(inputs), repeat)
-    layers = len(m._plan.steps)
-    return model.get_friendly_name(), layers, ir_lat, ov_lat, ir_load, ov_load
+
+def _ratio(a: dict, b: dict, key: str) -> str:
+    return f"{a[key] / b[key]:.1f}x" if key in a and key in b else "-"
+
+
+def _mib(r: dict, key: str) -> str:
+    return f"{r[key]:.0f}" if r.get(key) is not None else "-"
+
+
+def _err(r: dict) -> str:
+    e = r.get("error_vs_openvino")
+    return "-" if e is None else f"{e:.1e}"
+
+
+def print_tables(results: dict[str, dict], onnx: bool) -> None:
+    print("### Latency (median, batch 1)\n")
+    head = "| network | steps | irrun ms | OpenVINO ms | irrun/OV | best irrun/OV | us/step | executor us/step |"
+    rule = "|---|---:|---:|---:|---:|---:|---:|---:|"
+    if onnx:
+        head, rule = head + " ONNX ref ms | ONNX/OV |", rule + "---:|---:|"
+    print(head + " max rel. error vs OV |")
+    print(rule + "---:|")
+    for name, r in results.items():
+        ir, ov = r["irrun"], r["openvino"]
+        per_step = f"{ir['median_s'] / ir['steps'] * 1e6:.1f}" if "steps" in ir and "median_s" in ir else "-"
+        overhead = f"{ir['overhead_us']:.2f}" if ir.get("overhead_us") is not None else "-"
+        line = f"| {name} | {ir.get('steps', '-')} | {_ms(ir, 'median_s')} | {_ms(ov, 'median_s')} | " \
+               f"{_ratio(ir, ov, 'median_s')} | {_ratio(ir, ov, 'best_s')} | {per_step} | {overhead} |"
+        if onnx:
+            ox = r.get("onnx", {"error": "n/a"})
+            line += f" {_ms(ox, 'median_s')} | {_ratio(ox, ov, 'median_s')} |"
+        print(line + f" {_err(ir)} |")
+
+    print("\n### Load + first inference, peak RSS\n")
+    print("| network | weights MiB | irrun load+1st ms | OV load+1st ms | irrun/OV | irrun peak (added) MiB | "
+          "OV peak (added) MiB | irrun bound MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r in results.items():
+        ir, ov = r["irrun"], r["openvino"]
+        bound = ir["constants_mib"] + ir["live_set_mib"] if "live_set_mib" in ir else None
+        print(f"| {name} | {r['weights_mib']:.1f} | {_ms(ir, 'load_s')} | {_ms(ov, 'load_s')} | "
+              f"{_ratio(ir, ov, 'load_s')} | {_mib(ir, 'peak_mib')} ({_mib(ir, 'added_mib')}) | "
+              f"{_mib(ov, 'peak_mib')} ({_mib(ov, 'added_mib')}) | {'-' if bound is None else f'{bound:.0f}'} |")
+
+
+def print_profiles(results: dict[str, dict]) -> None:
+    print("\n### Where irrun's time goes (one profiled inference, top op types)\n")
+    for name, r in results.items():
+        profile = r["irrun"].get("profile")
+        if profile:
+            total = sum(t for _, t in profile) or 1e-12
+            top = ", ".join(f"{op} {t * 1e3:.1f} ms ({t / total:.0%})" for op, t in profile[:5])
+            print(f"- {name}: {top}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="5 repeats, 3 s per runtime, no f16 ResNet")
+    parser.add_argument("--repeat", type=int, help="inferences timed per runtime (default 20, quick 5)")
+    parser.add_argument("--budget", type=float, help="seconds per runtime and network before stopping "
+                                                     "early (at least 3 runs; default 20, quick 3)")
+    parser.add_argument("--networks", help=f"comma-separated subset of {', '.join([*NETWORKS, 'digits'])}")
+    parser.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX ReferenceEvaluator")
+    parser.add_argument("--no-conv", dest="conv", action="store_false", help="skip convolution vs matmul")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per runtime and network")
+    parser.add_argument("--threads", type=int, help="threads for both runtimes (OpenBLAS and OpenVINO's "
+                                                    "INFERENCE_NUM_THREADS); default: each runtime's own")
+    parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args()
-    print(f"numpy {np.__version__} ({_blas()}), openvino {ov.__version__.split('-')[0]}, irrun {irrun.__version__}")
+    args.repeat = args.repeat or (5 if args.quick else 20)
+    args.budget = args.budget or (3.0 if args.quick else 20.0)
+    names = args.networks.split(",") if args.networks else QUICK if args.quick else [*NETWORKS, "digits"]
+    onnx_note = None
+    if args.onnx and not _onnx_available():
+        args.onnx, onnx_note = False, "onnx is not installed: no ReferenceEvaluator column"
+
+    print(machine())
+    if args.threads:
+        print(f"--threads {args.threads}: OPENBLAS_NUM_THREADS and INFERENCE_NUM_THREADS = {args.threads}")
+    if onnx_note:
+        print(onnx_note)
     print()
-    print("| network | steps | irrun ms | OpenVINO ms | ratio | irrun load+1st ms | OpenVINO load+1st ms |")
-    print("|---|---|---|---|---|---|---|")
+    started = time.perf_counter()
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for build in NETWORKS:
-            name, layers, ir, ovl, ir_load, ov_load = bench(build, args.repeat, Path(tmp))
-            print(f"| {name} | {layers} | {ir * 1e3:.2f} | {ovl * 1e3:.3f} | {ir / ovl:.1f}x | "
-                  f"{ir_load * 1e3:.1f} | {ov_load * 1e3:.1f} |")
+        warm_up(Path(tmp), args)
+        for name in names:
+            results[name] = bench_network(name, Path(tmp), args)
+            print(f"  {name} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        print_tables(results, args.onnx)
+        print_profiles(results)
+        if args.conv:
+            print("\n### Convolution GFLOP/s against numpy.matmul on the same GEMM (C_out x K x positions)\n")
+            print("| convolution | GEMM | irrun GFLOP/s | numpy.matmul GFLOP/s | irrun/matmul |")
+            print("|---|---|---:|---:|---:|")
+            for label, gemm, conv, mm in conv_vs_matmul(Path(tmp), 3 if args.quick else 10, args.threads):
+                print(f"| {label} | {gemm} | {conv:.1f} | {mm:.1f} | {conv / mm:.2f} |")
+    print(f"\n{time.perf_counter() - started:.0f} s in all")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=str))
 
 
 if __name__ == "__main__":

@@ -3,17 +3,38 @@
 The plan lists the live ops in topological order with their kernels bound and
 their inputs and outputs as slot indices.  Everything computable from
 constants alone is computed at load (f16 weights decompressed once, static
-shape arithmetic).  Each intermediate is dropped after its last consumer.
+shape arithmetic).  Each intermediate is dropped after its last consumer, an
+output nobody reads right after it is made.
+
+Binding.  An op may specialise its kernel for the types known at load by
+defining `bind(step: StepInfo) -> callable | None` (None: use `run`).  The
+plan tells it which outputs anyone reads and which inputs it may overwrite
+(`StepInfo.consumable`), so an elementwise op can write into an input that
+dies here instead of allocating.  Bound kernels run inside one
+`np.errstate(all="ignore")` for the whole call (overflow wraps, x/0 is inf,
+as in C++), so they need no errstate of their own.
+
+Overwriting an input is safe when nothing can observe its buffer afterwards.
+The plan proves it from the graph: the input must be produced by an op that
+declares `outputs_are_new = True` (each output is an array of its own: it
+shares no memory with the inputs, the other outputs, a constant or anything
+the op keeps), and the input, together with every tensor that may be a view
+of it (outputs of ops without that declaration, transitively), must have no
+reader after this step, must not be a Result, and must not be read by a sink
+(an Assign keeps what it reads).  Another input of the same step may still
+overlap it (Add(x, Reshape(x))): NumPy ufuncs handle that.
 """
 from __future__ import annotations
 
 import os
 import time
 from dataclasses import dataclass
+from operator import itemgetter
+from typing import Callable
 
 import numpy as np
 
-from .analysis import Analysis, Node
+from .analysis import SINK_TYPES, Analysis, Node
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
@@ -31,14 +52,43 @@ def default_memory_limit() -> int:
     return physical_memory() // 2
 
 
+@dataclass(frozen=True)
+class StepInfo:
+    """What the plan knows about one step when its op binds a kernel."""
+
+    inputs: list[TensorType]        # load-time types of the inputs (values known for constants)
+    outputs: list[TensorType]       # load-time types of the outputs
+    consumable: frozenset[int]      # input positions whose buffers the kernel may overwrite
+    used: tuple[bool, ...]          # per output: does a later step or a Result read it
+
+    def same_layout(self, i: int, o: int = 0) -> bool:
+        """Input i has output o's static shape and element type: a buffer the output can reuse."""
+        a, b = self.inputs[i], self.outputs[o]
+        return a.etype is b.etype and a.shape == b.shape and is_static(a.shape)
+
+
+def _no_inputs(slots):
+    return ()
+
+
 @dataclass
 class Step:
     node: Node
     op: Op
     inputs: list[int]          # slots read
     outputs: list[int]         # slots written
-    free: list[int]            # slots whose last reader is this step
+    free: list[int]            # slots whose last reader is this step (or nobody reads them)
     out_nbytes: list[int | None]   # static output sizes (None: known only at run time)
+    kernel: Callable = None    # op.run, or what op.bind returned
+    consumable: frozenset[int] = frozenset()
+    checked: tuple | None = None   # dynamic models: the input shapes (and small values) last checked
+
+    def program(self) -> tuple:
+        """(kernel, gather inputs, spread the inputs, single output slot or None, outputs, free)."""
+        n = len(self.inputs)
+        gather = itemgetter(*self.inputs) if n else _no_inputs
+        single = self.outputs[0] if len(self.outputs) == 1 else None
+        return self.kernel, gather, n != 1, single, tuple(self.outputs), tuple(self.free)
 
 
 class Plan:
@@ -59,21 +109,35 @@ class Plan:
 
         for pid in parameter_ids:
             self.parameter_slots[pid] = slot((pid, 0))
+        order = [lid for lid in analysis.order if lid in analysis.live and lid not in self.parameter_slots]
+        # A constant only folded layers read (an f16 weight once decompressed, a shape once used)
+        # is dropped after its last such reader: the plan keeps what steps and Results read.
+        readers_left: dict[tuple[str, int], int] = {}
+        for lid in order:
+            for src in nodes[lid].inputs:
+                readers_left[src] = readers_left.get(src, 0) + 1
+
+        def folded(node: Node) -> None:
+            for src in node.inputs:
+                readers_left[src] -= 1
+                if not readers_left[src]:
+                    self.constants.pop(self.slot_of.get(src), None)
+
         steps: list[Step] = []
-        for lid in analysis.order:
-            if lid not in analysis.live or lid in self.parameter_slots:
-                continue
+        for lid in order:
             node = nodes[lid]
             types = node.types
             if types and all(t is not None and t.value is not None for t in types) and node.layer.op_type != "Result":
                 for i, t in enumerate(types):
                     self.constants[slot((lid, i))] = t.value
+                folded(node)
                 continue
             ins = [slot(src) for src in node.inputs]
             if all(s in self.constants for s in ins) and ins and node.op.foldable:
-                values = self._run_step(node, node.op, [self.constants[s] for s in ins])
+                values = self._run_step(node, node.op.run, [self.constants[s] for s in ins])
                 for i, v in enumerate(values):
                     self.constants[slot((lid, i))] = v
+                folded(node)
                 continue
             n_out = max(len(node.layer.outputs), 1)
             outs = [slot((lid, i)) for i in range(n_out)]
@@ -86,21 +150,88 @@ class Plan:
                     self.dynamic = True
             steps.append(Step(node, node.op, ins, outs, [], sizes))
         self.result_slots = [self.slot_of[(rid, 0)] for rid in result_ids]
-        keep = set(self.result_slots) | set(self.constants)
-        last_reader: dict[int, int] = {}
-        for k, step in enumerate(steps):
-            for s in step.inputs:
-                last_reader[s] = k
-        for s, k in last_reader.items():
-            if s not in keep:
-                steps[k].free.append(s)
         self.steps = steps
         self.n_slots = len(self.slot_of)
+        self._schedule_frees()
+        self._bind_kernels()
         for step in steps:
             for size in step.out_nbytes:
                 if size is not None:
                     self._check_size(step.node, size)
+        # What every call starts from: the constants in their slots.
+        self._initial: list = [None] * self.n_slots
+        for s, v in self.constants.items():
+            self._initial[s] = v
+        self._program = [step.program() for step in steps]
 
+    # ------------------------------------------------------------ load-time analysis
+    def _last_use(self) -> dict[int, int]:
+        """Slot -> index of the last step that reads it, or of its producer when nobody does."""
+        last: dict[int, int] = {}
+        for k, step in enumerate(self.steps):
+            for s in step.outputs:
+                last[s] = k
+            for s in step.inputs:
+                last[s] = k
+        return last
+
+    def _schedule_frees(self) -> None:
+        keep = set(self.result_slots) | set(self.constants) | set(self.parameter_slots.values())
+        for s, k in self._last_use().items():
+            if s not in keep:
+                self.steps[k].free.append(s)
+
+    def _consumable_slots(self) -> dict[int, set[int]]:
+        """Step index -> slots it may overwrite (see the module docstring for the rule)."""
+        last = self._last_use()
+        producer_fresh: dict[int, bool] = {}
+        view_outputs: dict[int, list[int]] = {}      # slot -> outputs that may be views of it
+        pinned = set(self.result_slots)
+        for step in self.steps:
+            fresh = getattr(step.op, "outputs_are_new", False)
+            for s in step.outputs:
+                producer_fresh[s] = fresh
+            if step.node.layer.op_type in SINK_TYPES:
+                pinned.update(step.inputs)
+            if not fresh:
+                for s in step.inputs:
+                    view_outputs.setdefault(s, []).extend(step.outputs)
+
+        def dies_at(s: int, k: int) -> bool:
+            seen, todo = {s}, [s]
+            while todo:
+                t = todo.pop()
+                if t in pinned or last.get(t, -1) > k:
+                    return False
+                for v in view_outputs.get(t, ()):
+                    if v not in seen:
+                        seen.add(v)
+                        todo.append(v)
+            return True
+
+        found: dict[int, set[int]] = {}
+        for k, step in enumerate(self.steps):
+            for s in step.inputs:
+                if producer_fresh.get(s) and last.get(s) == k and dies_at(s, k):
+                    found.setdefault(k, set()).add(s)
+        return found
+
+    def _bind_kernels(self) -> None:
+        consumable = self._consumable_slots()
+        read = {s for step in self.steps for s in step.inputs} | set(self.result_slots)
+        for k, step in enumerate(self.steps):
+            bind = getattr(step.op, "bind", None)
+            kernel = None
+            if bind is not None:
+                dying = consumable.get(k, set())
+                step.consumable = frozenset(i for i, s in enumerate(step.inputs) if s in dying)
+                info = StepInfo([self.analysis.type_of(src) for src in step.node.inputs],
+                                list(step.node.types[:len(step.outputs)]), step.consumable,
+                                tuple(s in read for s in step.outputs))
+                kernel = bind(info)
+            step.kernel = kernel or step.op.run
+
+    # ------------------------------------------------------------ errors
     def _check_size(self, node: Node, nbytes: int, shape=None) -> None:
         if nbytes > self.memory_limit:
             what = f" {format_shape(shape)}" if shape is not None else ""
@@ -108,26 +239,36 @@ class Plan:
                                      f"of {self.memory_limit / 2**20:.1f} MiB (raise it with --max-memory)",
                                      layer=node.layer.ref, file=self.analysis.document.diagnostics.file)
 
-    def _run_step(self, node: Node, op: Op, args: list[np.ndarray]) -> tuple:
-        try:
-            out = op.run(*args)
-        except IrrunError as exc:
+    def _located(self, node: Node, exc: BaseException, args) -> IrrunError:
+        """A kernel's exception as an irrun error that names the layer."""
+        file = self.analysis.document.diagnostics.file
+        if isinstance(exc, IrrunError):
             if exc.layer is None:
                 exc.layer = node.layer.ref
                 exc.line = node.layer.line
-                exc.file = exc.file or self.analysis.document.diagnostics.file
-            raise
-        except MemoryError:
-            raise ResourceLimitError("ran out of memory", layer=node.layer.ref,
-                                     file=self.analysis.document.diagnostics.file) from None
+                exc.file = exc.file or file
+            return exc
+        if isinstance(exc, MemoryError):
+            return ResourceLimitError("ran out of memory", layer=node.layer.ref, file=file)
+        shapes = ", ".join(format_shape(a.shape) for a in args if hasattr(a, "shape"))
+        return ModelError(f"failed on inputs {shapes}: {type(exc).__name__}: {exc}", layer=node.layer.ref, file=file)
+
+    def _run_step(self, node: Node, kernel: Callable, args: list[np.ndarray]) -> tuple:
+        try:
+            out = kernel(*args)
         except Exception as exc:  # noqa: BLE001 - any kernel failure is reported at its layer
-            shapes = ", ".join(format_shape(a.shape) for a in args if hasattr(a, "shape"))
-            raise ModelError(f"failed on inputs {shapes}: {type(exc).__name__}: {exc}", layer=node.layer.ref,
-                             file=self.analysis.document.diagnostics.file) from None
+            raise self._located(node, exc, args) from None
         return out if isinstance(out, tuple) else (out,)
 
     def _check_runtime_types(self, step: Step, args: list[np.ndarray]) -> None:
-        """Dynamic models: re-infer with the actual shapes before allocating."""
+        """Dynamic models: re-infer with the actual shapes before allocating.
+
+        Shape inference is a function of the input shapes and of the values of small inputs
+        (which is all it is shown), so a step whose inputs repeat the last call's passes again.
+        """
+        key = tuple((a.shape, a.tobytes() if a.size <= 64 else None) for a in args)
+        if step.checked == key:
+            return
         node = step.node
         in_types = [TensorType(tuple(a.shape), t.etype, a if a.size <= 64 else None)
                     for a, t in zip(args, (self.analysis.type_of(src) for src in node.inputs))]
@@ -138,27 +279,53 @@ class Plan:
         for t in types:
             if t is not None and is_static(t.shape) and t.etype.carrier is not None:
                 self._check_size(node, int(np.prod(t.shape, dtype=np.int64)) * t.etype.carrier.itemsize, t.shape)
+        step.checked = key
 
+    # ------------------------------------------------------------ running
     def run(self, feeds: dict[str, np.ndarray], timings: list | None = None) -> list[np.ndarray]:
         """Run every step; with `timings`, append (layer, seconds) for each step."""
-        slots: list = [None] * self.n_slots
-        for s, v in self.constants.items():
-            slots[s] = v
+        slots = self._initial.copy()
         for pid, s in self.parameter_slots.items():
             slots[s] = feeds[pid]
+        with np.errstate(all="ignore"):
+            if timings is None and not self.dynamic:
+                self._run_static(slots)
+            else:
+                self._run_checked(slots, timings)
+        return [slots[s] for s in self.result_slots]
+
+    def _run_static(self, slots: list) -> None:
+        """The fast loop: sizes were checked at load, kernels are bound, nothing is looked up."""
+        k, args = 0, ()
+        try:
+            for k, (kernel, gather, spread, single, outs, free) in enumerate(self._program):
+                args = gather(slots)
+                out = kernel(*args) if spread else kernel(args)
+                if single is not None:
+                    slots[single] = out[0] if type(out) is tuple else out
+                else:
+                    for s, v in zip(outs, out if type(out) is tuple else (out,)):
+                        slots[s] = v
+                for s in free:
+                    slots[s] = None
+        except Exception as exc:  # noqa: BLE001 - any kernel failure is reported at its layer
+            step = self.steps[k]
+            raise self._located(step.node, exc, args if len(step.inputs) != 1 else (args,)) from None
+
+    def _run_checked(self, slots: list, timings: list | None) -> None:
+        """Dynamic shapes (sizes checked before each step that was not sized at load) and profiling."""
         check = self.dynamic
         for step in self.steps:
             args = [slots[s] for s in step.inputs]
             if check and None in step.out_nbytes:
                 self._check_runtime_types(step, args)
             if timings is None:
-                out = self._run_step(step.node, step.op, args)
+                out = self._run_step(step.node, step.kernel, args)
             else:
                 start = time.perf_counter()
-                out = self._run_step(step.node, step.op, args)
+                out = self._run_step(step.node, step.kernel, args)
                 timings.append((step.node.layer, time.perf_counter() - start))
             for s, v in zip(step.outputs, out):
                 slots[s] = v
             for s in step.free:
                 slots[s] = None
-        return [slots[s] for s in self.result_slots]

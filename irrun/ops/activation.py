@@ -30,26 +30,70 @@ def float_math(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndar
         return convert_array(np.rint(fn(x.astype(np.float64))), from_dtype(x.dtype))
 
 
-_TAYLOR_TERMS = 60         # enough for |x| < 2.5 to reach double precision
-_FRACTION_TERMS = 60       # enough for |x| >= 2.5
+# erf to double precision (NumPy has none): the rational approximations of Cephes' ndtr.c
+# (S. L. Moshier), erf(x) = x T(x^2) / U(x^2) for |x| <= 1 and 1 - exp(-x^2) P(|x|) / Q(|x|)
+# above; from |x| = 6 on, erf is 1 to double precision.  Leading coefficient first.
+_ERF_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
+          7.00332514112805075473e3, 5.55923013010394962768e4)
+_ERF_U = (1.0, 3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3,
+          2.26290000613890934246e4, 4.92673942608635921086e4)
+_ERFC_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0,
+           4.86371970985681366614e1, 1.96520832956077098242e2, 5.26445194995477358631e2,
+           9.34528527171957607540e2, 1.02755188689515710272e3, 5.57535335369399327526e2)
+_ERFC_Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2,
+           9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
+           1.65666309194161350182e3, 5.57535340817727675546e2)
+_ERF_IS_ONE = 6.0
+
+
+def _polynomial(coefficients: tuple[float, ...], z: np.ndarray) -> np.ndarray:
+    total = np.full_like(z, coefficients[0])
+    for c in coefficients[1:]:   # Horner, in place
+        total *= z
+        total += c
+    return total
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """The error function to double precision (NumPy has none): a Taylor series
-    near zero, a continued fraction of erfc in the tails."""
+    """The error function in double precision (within 5e-16 relative of C's erf)."""
     x = np.asarray(x, np.float64)
-    near = np.abs(x) < 2.5
-    xs = np.where(near, x, 0.0)
-    square, term, total = xs * xs, xs, xs
-    for n in range(1, _TAYLOR_TERMS):
-        term = term * -square / n
-        total = total + term / (2 * n + 1)
-    tail = np.where(near, 3.0, np.abs(x))
-    fraction = tail
-    for n in range(_FRACTION_TERMS, 0, -1):
-        fraction = tail + (n / 2) / fraction
-    erfc = np.exp(-tail * tail) / (math.sqrt(math.pi) * fraction)
-    return np.copysign(np.where(near, 2 / math.sqrt(math.pi) * total, 1 - erfc), x)
+    out = np.ones_like(x)
+    np.copysign(out, x, out=out)                   # |x| >= 6 (and +-inf); out= keeps 0-d an array
+    out[np.isnan(x)] = np.nan
+    ax = np.abs(x)
+    near = ax <= 1
+    xn = x[near]
+    zn = xn * xn
+    out[near] = xn * _polynomial(_ERF_T, zn) / _polynomial(_ERF_U, zn)
+    middle = (ax > 1) & (ax < _ERF_IS_ONE)
+    am = ax[middle]
+    erfc = np.exp(-am * am) * _polynomial(_ERFC_P, am) / _polynomial(_ERFC_Q, am)
+    out[middle] = np.copysign(1 - erfc, x[middle])
+    return out
+
+
+def _erf_float32(x: np.ndarray) -> np.ndarray:
+    """erf of float32 data, the same approximations evaluated in float32: within 2 ulp of the
+    correctly rounded value, 2x faster than `erf`.  For Gelu, whose f32 result it leaves as close
+    to the exact one as `erf` does (and closer than the CPU plugin's)."""
+    x = np.asarray(x)
+    if x.ndim == 0:   # NumPy makes scalars of 0-d results, which `out=` cannot take
+        return _erf_float32(x.reshape(1)).reshape(())
+    z = x * x
+    near = _polynomial(_ERF_T, z)
+    near *= x
+    near /= _polynomial(_ERF_U, z)
+    far = np.abs(x)
+    outside = far > 1
+    np.minimum(far, 4, out=far)                    # float32 erf is 1 from 3.92 on
+    np.multiply(far, far, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    z *= _polynomial(_ERFC_P, far)
+    z /= _polynomial(_ERFC_Q, far)
+    np.subtract(1, z, out=z)
+    np.copysign(z, x, out=z)
+    return np.where(outside, z, near)              # NaN: near is NaN too
 
 
 class UnaryElementwise(Op):
@@ -75,25 +119,69 @@ class UnaryElementwise(Op):
             raise ShapeError(f"{self.spec.type} input {name} must be a scalar, got shape {format_shape(param.shape)}")
 
 
+class Activation(UnaryElementwise):
+    """The ops of this module: every kernel returns a new array (never a view of an input), which
+    lets the executor hand a later op this output to overwrite (see irrun/executor.py)."""
+
+    outputs_are_new = True
+
+    #: f32/f64 kernel writing into its second argument, bound by the executor: `fn(x, out) -> out`
+    into = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.defined_run = cls.__dict__.get("run")
+
+    def bind(self, step):
+        """`into` for float32/float64 data, in place when the plan lets this op overwrite its input.
+        A `run` replaced after the class was made (a test, a debugger) is honoured instead."""
+        if self.into is None or type(self).run is not type(self).defined_run or \
+                step.inputs[0].etype.name not in ("f32", "f64"):
+            return None
+        into = self.into
+        if 0 in step.consumable:
+            return lambda x: into(x, x)
+        return lambda x: into(x, np.empty_like(x))
+
+
+def _relu_into(x, out):
+    # std::max(x, 0) as OpenVINO's reference: NaN stays NaN (the CPU plugin's 0 is its bug); -0.0
+    # may come out as 0.0, as on the CPU plugin.  np.where(x < 0, 0, x) is 5x slower.
+    return np.maximum(x, 0, out=out)
+
+
 @register("Relu", 1)
-class Relu(UnaryElementwise):
+class Relu(Activation):
+    into = staticmethod(_relu_into)
+
     def run(self, x):
-        # std::max(x, 0) as OpenVINO's reference: NaN stays NaN (the CPU plugin's 0 is its bug).
-        return np.where(x < 0, np.zeros((), x.dtype), x)
+        return _relu_into(x, np.empty_like(x))
 
 
 def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+def _sigmoid_into(x, out):
+    """1 / (1 + exp(-x)), rounded exactly as `_sigmoid`, without temporaries."""
+    np.negative(x, out=out)
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
+
+
 @register("Sigmoid", 1)
-class Sigmoid(UnaryElementwise):
+class Sigmoid(Activation):
+    into = staticmethod(_sigmoid_into)
+
     def run(self, x):
         return float_math(_sigmoid, x)
 
 
 @register("Tanh", 1)
-class Tanh(UnaryElementwise):
+class Tanh(Activation):
+    into = staticmethod(lambda x, out: np.tanh(x, out=out))
+
     def run(self, x):
         return float_math(np.tanh, x)
 
@@ -105,7 +193,7 @@ def _saturate(value: float, to_int: Callable[[float], int], info: np.iinfo) -> i
 
 
 @register("Clamp", 1)
-class Clamp(UnaryElementwise):
+class Clamp(Activation):
     def infer(self, inputs):
         if self.attrs.min > self.attrs.max:
             raise ShapeError(f"Clamp min ({self.attrs.min:g}) is greater than max ({self.attrs.max:g})")
@@ -138,7 +226,7 @@ def _softmax(axis: int | None):
 
 
 @register("Softmax", 1, 8)
-class Softmax(UnaryElementwise):
+class Softmax(Activation):
     def axis(self, rank: int) -> int:
         axis = self.attrs.axis
         if self.version == 1 and axis < 0:
@@ -185,7 +273,7 @@ def _slope_layout(data_shape, slope_shape) -> tuple | None:
 
 
 @register("PRelu", 1)
-class PRelu(UnaryElementwise):
+class PRelu(Activation):
     def infer(self, inputs):
         data, slope = inputs
         if _slope_layout(data.shape, slope.shape) is None:
@@ -202,14 +290,14 @@ class PRelu(UnaryElementwise):
 # ---------------------------------------------------------------- exponential units
 
 @register("Elu", 1)
-class Elu(UnaryElementwise):
+class Elu(Activation):
     def run(self, x):
         alpha = self.attrs.alpha
         return float_math(lambda v: np.where(v < 0, alpha * np.expm1(v), v), x)
 
 
 @register("Selu", 1)
-class Selu(UnaryElementwise):
+class Selu(Activation):
     float_only = True
 
     def infer(self, inputs):
@@ -229,7 +317,12 @@ _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
 def _gelu_erf(x):
-    return 0.5 * x * (1 + erf(x / math.sqrt(2)).astype(x.dtype))
+    if x.dtype != np.float32:
+        return 0.5 * x * (1 + erf(x / math.sqrt(2)).astype(x.dtype))
+    one_plus_erf = _erf_float32(x / math.sqrt(2))
+    one_plus_erf += 1
+    one_plus_erf *= 0.5 * x
+    return one_plus_erf
 
 
 def _gelu_tanh(x):
@@ -237,7 +330,7 @@ def _gelu_tanh(x):
 
 
 @register("Gelu", 2, 7)
-class Gelu(UnaryElementwise):
+class Gelu(Activation):
     float_only = True
 
     def run(self, x):
@@ -246,7 +339,7 @@ class Gelu(UnaryElementwise):
 
 
 @register("Swish", 4)
-class Swish(UnaryElementwise):
+class Swish(Activation):
     float_only = True
 
     def infer(self, inputs):
@@ -265,7 +358,7 @@ def _softplus(x):
 
 
 @register("SoftPlus", 4)
-class SoftPlus(UnaryElementwise):
+class SoftPlus(Activation):
     float_only = True
 
     def run(self, x):
@@ -273,7 +366,7 @@ class SoftPlus(UnaryElementwise):
 
 
 @register("Mish", 4)
-class Mish(UnaryElementwise):
+class Mish(Activation):
     float_only = True
 
     def run(self, x):
@@ -281,7 +374,7 @@ class Mish(UnaryElementwise):
 
 
 @register("SoftSign", 9)
-class SoftSign(UnaryElementwise):
+class SoftSign(Activation):
     float_only = True
 
     def run(self, x):
@@ -295,19 +388,19 @@ def _relu6(v):
 
 
 @register("HSwish", 4)
-class HSwish(UnaryElementwise):
+class HSwish(Activation):
     def run(self, x):
         return float_math(lambda v: v * _relu6(v) / 6, x)
 
 
 @register("HSigmoid", 5)
-class HSigmoid(UnaryElementwise):
+class HSigmoid(Activation):
     def run(self, x):
         return float_math(lambda v: _relu6(v) / 6, x)
 
 
 @register("HardSigmoid", 1)
-class HardSigmoid(UnaryElementwise):
+class HardSigmoid(Activation):
     def infer(self, inputs):
         self.check_parameter(inputs, 1, scalar=True)
         self.check_parameter(inputs, 2, scalar=True)
@@ -336,7 +429,7 @@ def _log_softmax(axis: int | None, integral: bool):
 
 
 @register("LogSoftmax", 5)
-class LogSoftmax(UnaryElementwise):
+class LogSoftmax(Activation):
     def axis(self, rank: int) -> int | None:
         if rank == 0 and self.attrs.axis in (0, -1):   # a scalar: its one element
             return None

@@ -160,9 +160,33 @@ class BinaryElementwise(Broadcasting):
         with np.errstate(all="ignore"):   # overflow wraps, x/0 is inf or nan, as in C++
             return np.asarray(self.compute(a, b))
 
+    def bind(self, step):
+        """numpy broadcasting: `compute` itself (the executor supplies the errstate), writing into an
+        input that dies here when `compute` is a ufunc and that input has the output's shape and type."""
+        if self.mode != "numpy" or type(self).run is not BinaryElementwise.run:
+            return None
+        compute = self.compute
+        if isinstance(compute, np.ufunc):
+            for i in sorted(step.consumable):
+                if step.same_layout(i):
+                    return _ufunc_into(compute, i)
+        if step.outputs[0].rank:   # rank >= 1: the result is an array, not a NumPy scalar
+            return compute
+        return None
+
+
+def _ufunc_into(ufunc: np.ufunc, i: int):
+    """ufunc(a, b) written over input i."""
+    if i == 0:
+        return lambda a, b: ufunc(a, b, out=a)
+    return lambda a, b: ufunc(a, b, out=b)
+
 
 class BinaryArithmetic(BinaryElementwise):
-    """Numeric inputs (no boolean or string), output of the input type."""
+    """Numeric inputs (no boolean or string), output of the input type; always a new array
+    (the executor may hand it to a later op to overwrite)."""
+
+    outputs_are_new = True
 
     def check_etype(self, etype):
         if etype.kind in ("bool", "string"):

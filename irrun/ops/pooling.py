@@ -25,9 +25,9 @@ What OpenVINO 2026.4.1 computes, beyond the op specs (specs/errata/pooling.md):
 from __future__ import annotations
 
 from math import prod
+from typing import Iterator
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
@@ -62,8 +62,12 @@ def _lowest(dtype: np.dtype):
 def _mean_as(total: np.ndarray, count, dtype: np.dtype) -> np.ndarray:
     """total / count in `dtype`; 0 where count is 0, integer results rounded half to even."""
     count = np.asarray(count)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(count > 0, total / np.maximum(count, 1), 0)
+    if count.ndim == 0 and count > 0:
+        total /= count     # one divisor for every window (total is ours to overwrite)
+        mean = total
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = np.where(count > 0, total / np.maximum(count, 1), 0)
     if dtype.kind in "iu":
         mean = np.rint(mean)
     return mean.astype(dtype)
@@ -107,6 +111,8 @@ def _along(values: np.ndarray, axis: int, ndim: int) -> np.ndarray:
 class _SlidingPool(Op):
     """Shape rule and window extraction shared by AvgPool and MaxPool."""
 
+    outputs_are_new = True    # for the executor: no output is ever a view of the input
+
     def spatial_rank(self, inputs):
         rank = inputs[0].rank
         return rank - 2 if rank in _POOL_RANKS else None
@@ -147,23 +153,32 @@ class _SlidingPool(Op):
                                              pads_begin, pads_end)]
         return pads_begin, pads_end, out
 
-    def windows(self, x: np.ndarray, fill, pads_begin, out) -> np.ndarray:
-        """View (N, C, *out, *kernel) of the windows over `x` padded with `fill`.
+    def padded(self, x: np.ndarray, fill, pads_begin, out, dtype: np.dtype) -> np.ndarray:
+        """x as `dtype`, padded with `fill` as far as the windows reach.
 
         The end is padded as far as the last window reaches, which can be past
         pads_end in ceil mode (that overhang holds `fill` too).
         """
-        n = x.ndim - 2
         spans = [effective_kernel(k, d) for k, d in zip(self.kernel, self.dilations)]
-        widths = [(0, 0), (0, 0)]
+        widths = []
         for x_len, o, s, span, pb in zip(x.shape[2:], out, self.attrs.strides, spans, pads_begin):
             reach = (o - 1) * s + span
             widths.append((pb, max(reach - pb - x_len, 0)))
-        padded = np.pad(x, widths, constant_values=fill)
-        view = sliding_window_view(padded, spans, axis=tuple(range(2, 2 + n)))
-        starts = tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, self.attrs.strides))
-        taps = tuple(slice(None, None, d) for d in self.dilations)
-        return view[(slice(None), slice(None)) + starts + taps]
+        if not any(pb or pe for pb, pe in widths):
+            return x.astype(dtype, copy=False)
+        padded = np.full(x.shape[:2] + tuple(n + pb + pe for n, (pb, pe) in zip(x.shape[2:], widths)), fill, dtype)
+        padded[(slice(None), slice(None)) + tuple(slice(pb, pb + n) for n, (pb, _) in zip(x.shape[2:], widths))] = x
+        return padded
+
+    def taps(self, padded: np.ndarray, out) -> Iterator[np.ndarray]:
+        """For each kernel tap in row-major order, the (N, C, *out) view of what it sees in every window.
+
+        Pools accumulate tap by tap: a few passes over output-sized arrays, no window copy.
+        """
+        everything = (slice(None), slice(None))
+        for tap in np.ndindex(*self.kernel):
+            yield padded[everything + tuple(slice(t * d, t * d + max((o - 1) * s + 1, 0), s) for t, d, o, s in
+                                            zip(tap, self.dilations, out, self.attrs.strides))]
 
     def real_taps(self, spatial, pads_begin, out) -> np.ndarray:
         """Per output position, how many window taps land on real (not padding) elements."""
@@ -205,9 +220,9 @@ class AvgPool(_SlidingPool):
     def run(self, x):
         spatial = x.shape[2:]
         pads_begin, pads_end, out = self.geometry(spatial)
-        windows = self.windows(x.astype(_sum_dtype(x.dtype), copy=False), 0, pads_begin, out)
-        n = len(spatial)
-        total = windows.sum(axis=tuple(range(-n, 0)))
+        total = np.zeros(x.shape[:2] + tuple(out), _sum_dtype(x.dtype))
+        for view in self.taps(self.padded(x, 0, pads_begin, out, total.dtype), out):
+            total += view
         if not self.attrs.exclude_pad and (any(pads_begin) or any(pads_end)):
             count = prod(self.kernel)
         else:
@@ -232,28 +247,49 @@ class MaxPool(_SlidingPool):
         return [values, TensorType(shape, self.attrs.index_element_type, notes=notes)]
 
     def run(self, x):
+        return self.pool(x, with_indices=self.has_indices)
+
+    def bind(self, step):
+        """MaxPool-8/14 with nobody reading the indices: the values alone (unless `run` was replaced)."""
+        if self.has_indices and not any(step.used[1:]) and type(self).run is _MAXPOOL_RUN:
+            return lambda x: (self.pool(x, with_indices=False), None)   # (the IR may even leave the port out)
+        return None
+
+    def pool(self, x: np.ndarray, with_indices: bool):
         dtype = _compute_dtype(x.dtype)
+        # A running maximum from `lowest` that moves on strictly greater elements: NaN, -inf and
+        # `lowest` itself never win, and padding (filled with `lowest`) never does either.
         lowest = _lowest(dtype)
-        # Only elements greater than `lowest` can win, so NaN, -inf and `lowest` itself act as padding.
-        data = np.where(x > lowest, x, lowest).astype(dtype, copy=False)
         spatial = x.shape[2:]
         pads_begin, _, out = self.geometry(spatial)
-        windows = self.windows(data, lowest, pads_begin, out)
+        taps = self.taps(self.padded(x, lowest, pads_begin, out, dtype), out)
+        if not with_indices:
+            best = np.fmax(next(taps), lowest)      # fmax: a NaN tap leaves the maximum as it was
+            for view in taps:
+                np.fmax(best, view, out=best)
+            return _narrow(best, x.dtype)
+        best = np.full(x.shape[:2] + tuple(out), lowest, dtype)
+        # The first tap (row-major) holding the maximum, updated without branches: masked copies
+        # (np.copyto where=, np.where) run ten times slower on the random masks a pool makes.
+        index_type = np.min_scalar_type(max(prod(self.kernel) - 1, 0))
+        winner = np.zeros(best.shape, index_type)
+        for t, view in enumerate(taps):
+            better = view > best
+            np.fmax(best, view, out=best)
+            winner += better * (index_type.type(t) - winner)    # t where better (unsigned wrap-around)
         n = len(spatial)
-        if not self.has_indices:
-            return _narrow(windows.max(axis=tuple(range(-n, 0))), x.dtype)
-        taps = windows.reshape(windows.shape[:2 + n] + (-1,))
-        best = taps.argmax(axis=-1)
-        values = np.take_along_axis(taps, best[..., None], axis=-1)[..., 0]
-        offsets = np.unravel_index(best, self.kernel)
+        offsets = np.unravel_index(winner, self.kernel)
         positions = [_along(np.arange(o) * s - pb, 2 + axis, 2 + n) + t * d
                      for axis, (o, s, pb, t, d) in enumerate(zip(out, self.attrs.strides, pads_begin, offsets,
                                                                  self.dilations))]
-        flat = np.where(values > lowest, _flat_position(positions, spatial), 0) + _flat_offsets(x.shape)
+        flat = np.where(best > lowest, _flat_position(positions, spatial), 0) + _flat_offsets(x.shape)
         axis = normalize_axis(self.attrs.axis, x.ndim, "axis")
         if axis:
             flat %= prod(x.shape[axis:])
-        return _narrow(values, x.dtype), flat.astype(self.attrs.index_element_type.carrier)
+        return _narrow(best, x.dtype), flat.astype(self.attrs.index_element_type.carrier)
+
+
+_MAXPOOL_RUN = MaxPool.run
 
 
 # ---------------------------------------------------------------- AdaptiveAvgPool and AdaptiveMaxPool
@@ -265,6 +301,8 @@ def _adaptive_bounds(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _AdaptivePool(Op):
+    outputs_are_new = True    # for the executor: no output is ever a view of the input
+
     def spatial_rank(self, inputs):
         return None
 

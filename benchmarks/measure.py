@@ -1,0 +1,187 @@
+"""Measure one runtime on one model, in a process of its own; prints one JSON object.
+
+    python benchmarks/measure.py irrun|openvino|onnx MODEL INPUTS.npz OUTPUTS.npz [--repeat N] [--budget S]
+
+A fresh process per (runtime, model) keeps peak RSS honest: the runtime's
+module is imported first, then the peak-RSS counter is reset, so `peak_mib`
+is the process's high-water mark while it loads and runs the model, and
+`added_mib` that peak minus the resident size just before loading.
+
+Timings: `load_s` is from the imported module to the end of the first
+inference (irrun.load + infer; Core() + read_model + compile_model + infer;
+ReferenceEvaluator() + run).  `median_s` is the median of up to `repeat`
+further inferences, fewer once `budget` seconds are spent (at least 3).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux >= 4.0); False where that is not possible."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_kib() -> int:
+    hwm = _status_kib("VmHWM")
+    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+# ---------------------------------------------------------------- runtimes: load() -> run(inputs) -> list of arrays
+
+def load_irrun(path: str, threads: int | None = None):     # threads: OPENBLAS_NUM_THREADS (run.py)
+    import irrun
+    model = irrun.load(path)
+    return lambda inputs: list(model.infer(inputs).values()), model
+
+
+def load_openvino(path: str, threads: int | None = None):
+    import openvino as ov
+    core = ov.Core()
+    config = {"INFERENCE_PRECISION_HINT": "f32"}
+    if threads:
+        config["INFERENCE_NUM_THREADS"] = threads
+    compiled = core.compile_model(core.read_model(path), "CPU", config)
+    request = compiled.create_infer_request()
+
+    def run(inputs):
+        request.infer(inputs)
+        return [request.get_output_tensor(i).data for i in range(len(compiled.outputs))]
+    return run, compiled
+
+
+def load_onnx(path: str, threads: int | None = None):
+    from onnx.reference import ReferenceEvaluator
+    evaluator = ReferenceEvaluator(path)
+    return lambda inputs: evaluator.run(None, inputs), evaluator
+
+
+LOADERS = {"irrun": load_irrun, "openvino": load_openvino, "onnx": load_onnx}
+MODULES = {"irrun": "irrun", "openvino": "openvino", "onnx": "onnx.reference"}
+
+
+# ---------------------------------------------------------------- irrun extras
+
+def live_set_bytes(plan) -> int:
+    """Largest total size of intermediates alive at once in an irrun plan (static sizes only)."""
+    sizes = {s: n for step in plan.steps for s, n in zip(step.outputs, step.out_nbytes) if n}
+    live, peak = 0, 0
+    for step in plan.steps:
+        live += sum(sizes.get(s, 0) for s in step.outputs)
+        peak = max(peak, live)
+        live -= sum(sizes.get(s, 0) for s in step.free)
+    return peak
+
+
+def constant_bytes(plan) -> int:
+    """Bytes the plan's constants hold, each buffer counted once (mapped weights included)."""
+    seen, total = set(), 0
+    for value in plan.constants.values():
+        base = value
+        while isinstance(base, np.ndarray) and base.base is not None and isinstance(base.base, np.ndarray):
+            base = base.base
+        if id(base) not in seen:
+            seen.add(id(base))
+            total += base.nbytes if isinstance(base, np.ndarray) else value.nbytes
+    return total
+
+
+def executor_overhead_us(model, inputs, repeat: int = 50) -> float | None:
+    """Per step, what irrun's executor costs around the kernels: the plan's own loop timed with
+    every kernel swapped for one that does nothing (static plans only; None otherwise)."""
+    plan = model._plan
+    program = getattr(plan, "_program", None)    # (older plans have no program to swap)
+    if program is None or plan.dynamic or not plan.steps:
+        return None
+    feeds = model._feeds(inputs)
+    plan._program = [(_nothing,) + entry[1:] for entry in program]
+    try:
+        best = min(_timed(lambda: plan.run(feeds)) for _ in range(repeat))
+    finally:
+        plan._program = program
+    return best / len(plan.steps) * 1e6
+
+
+def _nothing(*args):
+    return None
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def irrun_details(model, inputs) -> dict:
+    plan = model._plan
+    timings: list = []
+    model.infer(inputs, profile=timings)
+    by_type: dict[str, float] = {}
+    for layer, seconds in timings:
+        by_type[layer.op_type] = by_type.get(layer.op_type, 0.0) + seconds
+    return {"steps": len(plan.steps), "live_set_mib": live_set_bytes(plan) / 2**20,
+            "constants_mib": constant_bytes(plan) / 2**20, "overhead_us": executor_overhead_us(model, inputs),
+            "profile": sorted(by_type.items(), key=lambda kv: -kv[1])}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("runtime", choices=sorted(LOADERS))
+    parser.add_argument("model")
+    parser.add_argument("inputs")
+    parser.add_argument("outputs")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--budget", type=float, default=20.0)
+    parser.add_argument("--threads", type=int, help="OpenVINO's INFERENCE_NUM_THREADS")
+    args = parser.parse_args()
+
+    __import__(MODULES[args.runtime])
+    with np.load(args.inputs) as npz:
+        inputs = {k: npz[k] for k in npz.files}
+    exact_peak = reset_peak()
+    before = _status_kib("VmRSS") or 0
+
+    start = time.perf_counter()
+    run, handle = LOADERS[args.runtime](args.model, args.threads)
+    outputs = run(inputs)
+    load = time.perf_counter() - start
+    np.savez(args.outputs, *[np.asarray(o) for o in outputs])
+
+    times: list[float] = []
+    spent = time.perf_counter()
+    while len(times) < args.repeat and (len(times) < 3 or time.perf_counter() - spent < args.budget):
+        t = time.perf_counter()
+        run(inputs)
+        times.append(time.perf_counter() - t)
+    peak = peak_kib()
+    result = {"load_s": load, "median_s": statistics.median(times), "best_s": min(times), "runs": len(times),
+              "peak_mib": peak / 1024, "added_mib": (peak - before) / 1024 if exact_peak else None}
+    if args.runtime == "irrun":
+        result.update(irrun_details(handle, inputs))
+    json.dump(result, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

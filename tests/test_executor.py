@@ -1,0 +1,107 @@
+"""The executor's plan: in-place kernels never change a tensor someone still reads, unused outputs are
+skipped, and the fast loop still names the failing layer.  (Proposed as tests/test_executor.py.)"""
+from __future__ import annotations
+
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
+import pytest
+from openvino.op.util import Variable, VariableInfo
+
+import irrun
+from tests.ovutil import compare, save
+
+RNG = np.random.default_rng(7)
+
+
+def _x(shape=(1, 4, 6, 6)):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _c(shape):
+    return ops.constant(RNG.standard_normal(shape).astype(np.float32))
+
+
+def _steps_writing_in_place(xml):
+    plan = irrun.load(xml)._plan
+    return [s.node.layer.op_type for s in plan.steps if s.consumable]
+
+
+def test_a_view_read_later_keeps_its_buffer(tmp_path):
+    """Relu is a's last direct reader, but a Reshape view of a is read after it: no in-place Relu."""
+    p = ops.parameter([1, 4, 6, 6], ov.Type.f32)
+    a = ops.add(p, _c((1, 4, 1, 1)))
+    view = ops.reshape(a, ops.constant(np.array([1, 144], np.int64)), False)
+    r = ops.relu(a)
+    out = ops.add(view, ops.reshape(r, ops.constant(np.array([1, 144], np.int64)), False))
+    model = ov.Model([ops.result(out)], [p])
+    compare(model, [_x()], tmp_path)
+    assert "Relu" not in _steps_writing_in_place(tmp_path / "model.xml")
+
+
+def test_a_tensor_read_after_stays_intact(tmp_path):
+    p = ops.parameter([1, 4, 6, 6], ov.Type.f32)
+    a = ops.add(p, _c((1, 4, 1, 1)))
+    r = ops.sigmoid(a)
+    compare(ov.Model([ops.result(ops.multiply(a, r))], [p]), [_x()], tmp_path)
+
+
+def test_a_chain_runs_in_place_and_matches(tmp_path):
+    p = ops.parameter([1, 4, 6, 6], ov.Type.f32)
+    a = ops.add(p, _c((1, 4, 1, 1)))
+    y = ops.tanh(ops.sigmoid(ops.relu(ops.multiply(a, _c((1, 4, 6, 6))))))
+    y = ops.add(y, _c((1, 1, 1, 6)))
+    compare(ov.Model([ops.result(y)], [p]), [_x()], tmp_path)
+    assert {"Relu", "Sigmoid", "Tanh", "Add"} <= set(_steps_writing_in_place(tmp_path / "model.xml"))
+    plan = irrun.load(tmp_path / "model.xml")._plan
+    assert all(s.kernel != s.op.run for s in plan.steps if s.node.layer.op_type in ("Relu", "Sigmoid", "Tanh"))
+
+
+def test_results_and_inputs_are_never_overwritten(tmp_path):
+    p = ops.parameter([1, 4, 6, 6], ov.Type.f32)
+    a = ops.add(p, _c((1, 4, 1, 1)))
+    model = ov.Model([ops.result(a), ops.result(ops.relu(a)), ops.result(ops.relu(p))], [p])
+    x = _x()
+    kept = x.copy()
+    compare(model, [x], tmp_path)
+    m = irrun.load(tmp_path / "model.xml")
+    first = m.infer([x])
+    second = m.infer([x])
+    np.testing.assert_array_equal(x, kept)
+    for k in first:
+        np.testing.assert_array_equal(first[k], second[k])
+
+
+def test_assigned_value_is_not_overwritten(tmp_path):
+    p = ops.parameter([2, 3], ov.Type.f32)
+    info = VariableInfo()
+    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([2, 3]), ov.Type.f32, "v"
+    var = Variable(info)
+    read = ops.read_value(ops.constant(np.zeros((2, 3), np.float32)), var)
+    a = ops.add(read, p)
+    out = ops.relu(a)      # a's last reader, but the Assign keeps a
+    model = ov.Model([ops.result(out)], [ops.assign(a, var)], [p])
+    xml = save(model, tmp_path)
+    m = irrun.load(xml)
+    x = np.full((2, 3), -1.0, np.float32)
+    m.infer([x])
+    np.testing.assert_array_equal(m.state["v"], x)       # not relu(x)
+    np.testing.assert_array_equal(list(m.infer([x]).values())[0], np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(m.state["v"], 2 * x)
+
+
+@pytest.mark.parametrize("read_indices", [False, True])
+def test_maxpool_indices_only_when_read(read_indices, tmp_path):
+    p = ops.parameter([1, 2, 7, 7], ov.Type.f32)
+    pool = ops.max_pool(ops.add(p, _c((1, 2, 1, 1))), [2, 2], [1, 1], [1, 1], [1, 1], [3, 3])
+    results = [ops.result(pool.output(0))] + ([ops.result(pool.output(1))] if read_indices else [])
+    compare(ov.Model(results, [p]), [_x((1, 2, 7, 7))], tmp_path)
+
+
+def test_fast_loop_names_the_failing_layer(tmp_path, monkeypatch):
+    from irrun.registry import implementation
+    p = ops.parameter([1, 4], ov.Type.f32)
+    xml = save(ov.Model([ops.result(ops.softmax(ops.relu(p), 1))], [p]), tmp_path)
+    monkeypatch.setattr(implementation("Softmax", 8), "run", lambda self, x: 1 / 0)
+    with pytest.raises(irrun.ModelError, match=r"Softmax.*ZeroDivisionError"):
+        irrun.load(xml).infer([np.ones((1, 4), np.float32)])
