@@ -19,7 +19,7 @@ from .errors import IrrunError
 from .ir import IRDocument, IRGraph, Layer
 from .registry import Op, TensorType, implementation
 from .shapes import ANY, Dim, format_shape, is_static
-from .spec import all_specs, check_spatial_lengths, parse_attrs
+from .spec import AttrProblem, Attrs, VersionSpec, all_specs, check_spatial_lengths, parse_attrs
 from .weights import Weights
 
 # Tensors this small are computed during inference when all inputs are known,
@@ -47,7 +47,7 @@ class LoadContext:
     assigned: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     layer: Layer
     op: Op | None = None
@@ -82,54 +82,117 @@ class Analysis:
         return node.types[source[1]]
 
 
+@dataclass
+class _OpKind:
+    """What every layer of one (type, version) shares: looked up once per model."""
+
+    spec: VersionSpec | None
+    impl: type[Op] | None
+    # a layer's `<data>` items -> (parsed attributes, problems): most layers of a
+    # type repeat the attributes of another (same strides, same axis ...)
+    parsed: dict[tuple, tuple[Attrs, list[AttrProblem]]] = field(default_factory=dict)
+    supported: bool = field(init=False)
+    binds: bool = field(init=False)   # the op sees the model before inference (a ReadValue declares its variable)
+
+    def __post_init__(self):
+        self.supported = self.spec is not None and self.impl is not None
+        self.binds = hasattr(self.impl, "on_bind")
+
+    def parse(self, data: dict[str, str]) -> tuple[Attrs, list[AttrProblem]]:
+        key = tuple(data.items())
+        found = self.parsed.get(key)
+        if found is None:
+            found = self.parsed[key] = parse_attrs(self.spec, data)
+        attrs, problems = found
+        return attrs.copy(), problems
+
+
+def _count_problem(what: str, n: int, limits: tuple[int, int | None], verb: str, spec: VersionSpec) -> str | None:
+    """`has 3 inputs, Relu-1 takes 1`, or None when `n` is within `limits`."""
+    lo, hi = limits
+    if lo <= n and (hi is None or n <= hi):
+        return None
+    want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
+    return f"has {n} {what}{'s' if n != 1 else ''}, {spec.label} {verb} {want}"
+
+
 def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> dict[str, Node]:
     graph, nodes = document.graph, {}
     specs = all_specs()
+    kinds: dict[tuple[str, int], _OpKind] = {}
     for layer in graph.layers.values():
         node = Node(layer, inputs=[graph.sources.get((layer.id, i)) for i in range(len(layer.inputs))])
         nodes[layer.id] = node
         if layer.op_type is None:
             continue  # unknown type or version: already reported by the parser
-        spec = specs.get((layer.op_type, layer.op_version))
-        impl = implementation(layer.op_type, layer.op_version)
-        if spec is None or impl is None:
+        key = (layer.op_type, layer.op_version)
+        kind = kinds.get(key)
+        if kind is None:
+            kind = kinds[key] = _OpKind(specs.get(key), implementation(*key))
+        if not kind.supported:
             # Not a defect of the model: validation goes on from the declared outputs.
             diags.warning("W-OP-UNSUPPORTED", f"{layer.op_type}-{layer.op_version} is a valid OpenVINO operation "
                           f"that irrun does not implement yet; its outputs are taken as declared",
                           layer=layer.ref)
             continue
-        lo, hi = spec.input_range
-        n_in = len(layer.inputs)
-        node.malformed = n_in < lo or (hi is not None and n_in > hi)
-        if node.malformed:
-            want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
-            diags.error("E-OP-INPUTS", f"has {n_in} input{'s' if n_in != 1 else ''}, {spec.label} takes {want}",
-                        layer=layer.ref)
-        lo, hi = spec.output_range
-        n_out = len(layer.outputs)
-        if n_out < lo or (hi is not None and n_out > hi):
-            want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
-            diags.error("E-OP-OUTPUTS", f"has {n_out} output{'s' if n_out != 1 else ''}, {spec.label} gives {want}",
-                        layer=layer.ref)
-        data = dict(layer.data)
+        spec = kind.spec
+        problem = _count_problem("input", len(layer.inputs), spec.input_range, "takes", spec)
+        if problem:
+            node.malformed = True
+            diags.error("E-OP-INPUTS", problem, layer=layer.ref)
+        problem = _count_problem("output", len(layer.outputs), spec.output_range, "gives", spec)
+        if problem:
+            diags.error("E-OP-OUTPUTS", problem, layer=layer.ref)
+        data = layer.data
         if layer.op_type == "Result" and layer.output_names is not None:
-            data.pop("output_names", None)
-        attrs, problems = parse_attrs(spec, data)
-        for p in problems:
-            diags.add(p.severity, p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
-        node.malformed |= any(p.code in _UNREADABLE_ATTR for p in problems)
-        op = impl(spec, attrs)
+            data = {k: v for k, v in data.items() if k != "output_names"}
+        attrs, problems = kind.parse(data)
+        if problems:
+            line = layer.data_line or layer.line
+            for p in problems:
+                diags.add(p.severity, p.code, p.message, layer=layer.ref, line=line)
+            node.malformed |= any(p.code in _UNREADABLE_ATTR for p in problems)
+        op = kind.impl(spec, attrs)
         op.context = context
         op.layer = layer
         node.op = op
-        if hasattr(op, "on_bind"):
+        if kind.binds:
             op.on_bind()   # e.g. a ReadValue declares its variable before any layer is inferred
     return nodes
 
 
+def _topological_order(layers: dict[str, Layer], sources: dict) -> list[str] | None:
+    """Kahn's algorithm over the connected edges, generation by generation (as networkx's
+    `topological_sort`, so the order is the same as it always was); None on a cycle."""
+    consumers: dict[str, dict[str, int]] = {lid: {} for lid in layers}   # producer -> {consumer: edge count}
+    pending = dict.fromkeys(layers, 0)                                    # layer -> edges not yet satisfied
+    for (consumer, _), (producer, _) in sources.items():
+        edges_to = consumers[producer]
+        edges_to[consumer] = edges_to.get(consumer, 0) + 1
+        pending[consumer] += 1
+    order = [lid for lid, n in pending.items() if n == 0]
+    for lid in order:   # grows while it is walked
+        for consumer, n in consumers[lid].items():
+            pending[consumer] -= n
+            if pending[consumer] == 0:
+                order.append(consumer)
+    return order if len(order) == len(layers) else None
+
+
+def _live_layers(nodes: dict[str, Node], sinks: list[str]) -> set[str]:
+    """Every layer some sink depends on: one walk up the inputs from all sinks at once."""
+    live = set(sinks)
+    stack = list(sinks)
+    while stack:
+        for src in nodes[stack.pop()].inputs:
+            if src is not None and src[0] not in live:
+                live.add(src[0])
+                stack.append(src[0])
+    return live
+
+
 def check_structure(document: IRDocument, nodes: dict[str, Node], diags: Diagnostics) -> tuple[list[str], set[str]]:
     graph: IRGraph = document.graph
-    g = graph.graph
     if not document.snippet:
         for node in nodes.values():
             for i, src in enumerate(node.inputs):
@@ -142,19 +205,16 @@ def check_structure(document: IRDocument, nodes: dict[str, Node], diags: Diagnos
                 diags.error("E-RESULT-OUTPUT", "a Result has no outputs", layer=node.layer.ref)
         if not any(l.op_type == "Result" for l in graph.layers.values()):
             diags.error("E-NO-RESULT", "the model has no Result layer, so it computes nothing")
-    try:
-        order = list(nx.topological_sort(g))
-    except nx.NetworkXUnfeasible:
-        cycle = nx.find_cycle(g)
+    order = _topological_order(graph.layers, graph.sources)
+    if order is None:
+        cycle = nx.find_cycle(graph.graph)
         ids = [u for u, *_ in cycle]
         names = " -> ".join(f'{i} "{graph.layers[i].name}"' for i in ids + ids[:1])
         first = graph.layers[ids[0]]
         diags.error("E-CYCLE", f"the graph has a cycle: {names}", layer=first.ref)
         order = []
     sinks = [lid for lid, l in graph.layers.items() if l.op_type in SINK_TYPES]
-    live = set(sinks)
-    for lid in sinks:
-        live |= nx.ancestors(g, lid)
+    live = _live_layers(nodes, sinks)
     if not document.snippet and sinks:
         for lid, layer in graph.layers.items():
             if lid not in live and layer.op_type != "Parameter":
@@ -190,7 +250,7 @@ def _compare_declared(node: Node, diags: Diagnostics) -> None:
     for i, (port, t) in enumerate(zip(layer.outputs, node.types)):
         if t is None:
             continue
-        bad = _dims_match(port.dims, t.shape)
+        bad = None if port.dims == t.shape else _dims_match(port.dims, t.shape)
         if bad is not None:
             why = ""
             if bad >= 0 and t.notes and bad in t.notes:
@@ -208,6 +268,8 @@ def _compare_declared(node: Node, diags: Diagnostics) -> None:
 def _compare_inputs(node: Node, in_types: list[TensorType], nodes: dict[str, Node], diags: Diagnostics) -> None:
     """Declared input dims against what flows in (unless the producer's own port already said it)."""
     for i, (port, t, src) in enumerate(zip(node.layer.inputs, in_types, node.inputs)):
+        if port.dims == t.shape:
+            continue
         producer_port = nodes[src[0]].layer.outputs[src[1]] if src and src[1] < len(nodes[src[0]].layer.outputs) else None
         if producer_port is not None and producer_port.dims == port.dims:
             continue
@@ -237,12 +299,13 @@ def _inferred_types(node: Node, in_types: list[TensorType], diags: Diagnostics) 
     layer = node.layer
     if node.op is None or node.malformed:
         return None
-    spatial = node.op.spatial_rank(in_types)
-    problems = check_spatial_lengths(node.op.spec, node.op.attrs, spatial) if spatial is not None else []
-    for p in problems:
-        diags.error(p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
-    if problems:
-        return None
+    if node.op.spec.spatial_attributes:
+        spatial = node.op.spatial_rank(in_types)
+        problems = check_spatial_lengths(node.op.spec, node.op.attrs, spatial) if spatial is not None else []
+        for p in problems:
+            diags.error(p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
+        if problems:
+            return None
     try:
         return infer_node(node, in_types)
     except IrrunError as exc:

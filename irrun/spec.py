@@ -21,7 +21,7 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +81,18 @@ class VersionSpec:
             return max(lo, 1), None
         return lo, len(ports)
 
-    @property
+    @cached_property
     def input_range(self):
         return self.count_range(self.inputs)
 
-    @property
+    @cached_property
     def output_range(self):
         return self.count_range(self.outputs)
+
+    @cached_property
+    def spatial_attributes(self) -> tuple[AttrSpec, ...]:
+        """Attributes with `length = "spatial"` (most ops have none)."""
+        return tuple(a for a in self.attributes.values() if a.length == "spatial")
 
 
 def _ports(names: list[str]) -> tuple[PortSpec, ...]:
@@ -225,8 +230,7 @@ class Attrs:
 
     def __init__(self, values: dict[str, Any]):
         self._values = values
-        for k, v in values.items():
-            setattr(self, k.replace("-", "_"), v)
+        vars(self).update((k.replace("-", "_"), v) for k, v in values.items())
 
     def __getitem__(self, name):
         return self._values[name]
@@ -236,6 +240,12 @@ class Attrs:
 
     def items(self):
         return self._values.items()
+
+    def copy(self) -> "Attrs":
+        """Attrs of their own over the same values (which are immutable: numbers, strings, tuples)."""
+        clone = Attrs.__new__(Attrs)
+        vars(clone).update(vars(self))
+        return clone
 
     def __repr__(self):
         return f"Attrs({self._values!r})"
@@ -252,10 +262,13 @@ class AttrProblem:
 _BOOLS = {"true": True, "false": False, "1": True, "0": False}
 
 
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
 def _number(text: str, kind: type):
     text = text.strip()
     if kind is int:
-        if not re.fullmatch(r"[+-]?\d+", text):
+        if not _INTEGER.fullmatch(text):
             raise ValueError(f'"{text}" is not an integer')
         return int(text)
     value = float(text)
@@ -269,6 +282,12 @@ def _list(text: str, kind: type) -> list:
     if not text.strip():
         return []
     return [_number(part, kind) for part in text.split(",")]
+
+
+@lru_cache(maxsize=4096)
+def _shape(text: str):
+    """Shapes repeat (every Const of a kind has one); the result is an immutable tuple."""
+    return parse_partial_shape(text)
 
 
 def convert_value(spec: AttrSpec, text: str):
@@ -305,7 +324,7 @@ def convert_value(spec: AttrSpec, text: str):
         return etype
     if t == "shape":
         try:
-            return parse_partial_shape(text)
+            return _shape(text)
         except Exception as exc:  # noqa: BLE001 - reported as a malformed value
             raise ValueError(str(exc)) from None
     raise AssertionError(t)
@@ -360,9 +379,9 @@ def parse_attrs(spec: VersionSpec, raw: dict[str, str]) -> tuple[Attrs, list[Att
 def check_spatial_lengths(spec: VersionSpec, attrs: Attrs, spatial_rank: int) -> list[AttrProblem]:
     """Attributes with `length = "spatial"` must have one value per spatial dim."""
     problems = []
-    for name, a in spec.attributes.items():
-        value = attrs.get(name)
-        if a.length == "spatial" and value is not None and len(value) not in (spatial_rank,) \
+    for a in spec.spatial_attributes:
+        name, value = a.name, attrs.get(a.name)
+        if value is not None and len(value) not in (spatial_rank,) \
                 and not (len(value) == 0 and not a.required):
             problems.append(AttrProblem("E-ATTR-LENGTH", name,
                                         f"attribute {name} has {len(value)} values for {spatial_rank} spatial "
