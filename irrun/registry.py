@@ -56,6 +56,21 @@ class Op:
     #: run the kernel at load time when every input is known and small
     foldable: bool = True
 
+    # Binding (see irrun/executor.py).  An op may define `bind(step) -> callable | None` to give
+    # the executor a kernel specialised for the types known at load (None: use `run`), and set
+    # `outputs_are_new = True` when every output is an array of its own (no view of an input,
+    # of another output or of anything the op keeps), which lets a later op overwrite it.
+    outputs_are_new: bool = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._run_as_defined = cls.run
+
+    def run_replaced(self) -> bool:
+        """`run` was replaced after the class was made (a test, a debugger): a bound kernel,
+        which would bypass it, must give way to it."""
+        return "run" in self.__dict__ or type(self).run is not type(self)._run_as_defined
+
     def __init__(self, spec: VersionSpec, attrs: Attrs):
         self.spec = spec
         self.attrs = attrs

@@ -291,6 +291,24 @@ def test_large_batches_run_in_slices(name, monkeypatch, tmp_path):
     compare(build(name, np.float32, [3, 4, 7, 8]), [rand(3, 4, 7, 8)], tmp_path)
 
 
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["conv", "group_conv"])
+@pytest.mark.parametrize("budget", [1, 200])
+def test_column_matrix_built_in_blocks_of_output_rows(rank, kind, budget, monkeypatch, tmp_path):
+    """A tiny budget builds im2col one output row (budget 1) or a few rows at a time; the last block
+    is short, strides and dilations pick the rows, and the batch has two samples."""
+    monkeypatch.setattr(convolution, "COLUMN_BLOCK_ELEMENTS", budget)
+    spatial, kernel = [9, 7, 5][:rank], [3, 2, 3][:rank]
+    x = ops.parameter([2, 4, *spatial], np.float32, name="x")
+    strides, dilations = [2, 1, 1][:rank], [1, 2, 1][:rank]
+    pads_begin, pads_end = [1, 0, 1][:rank], [1, 1, 0][:rank]
+    if kind == "conv":
+        node = conv(x, ops.constant(rand(6, 4, *kernel, seed=1)), strides, pads_begin, pads_end, dilations)
+    else:
+        node = group_conv(x, ops.constant(rand(2, 3, 2, *kernel, seed=1)), strides, pads_begin, pads_end, dilations)
+    compare(model_of(node, x), [rand(2, 4, *spatial)], tmp_path)
+
+
 # ---------------------------------------------------------------- shape inference and validation
 
 def ov_model_xml(tmp_path, node, *params):

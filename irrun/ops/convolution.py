@@ -88,6 +88,8 @@ def _to_output(acc: np.ndarray, dtype: np.dtype) -> np.ndarray:
 # Largest im2col / per-tap contribution buffer (elements) built at once; bigger
 # batches are processed in slices so memory stays near the output's own size.
 BUFFER_ELEMENTS = 1 << 25
+# Largest im2col column matrix (elements) built at once: 8 MiB of f32 (smaller blocks cost GEMM speed).
+COLUMN_BLOCK_ELEMENTS = 1 << 21
 
 
 def _in_batch_slices(fn, x: np.ndarray, per_sample: int) -> np.ndarray:
@@ -120,20 +122,57 @@ def _pointwise(x, w, geo: Geometry) -> np.ndarray:
     return w.reshape(groups, og, cg) @ strided.reshape(x.shape[0], groups, cg, -1)
 
 
-def _im2col(x, w, geo: Geometry, counts) -> np.ndarray:
+def _zero_extended(x: np.ndarray, region) -> np.ndarray:
+    """x[:, :, lo:hi, ...] for a (lo, hi) per spatial axis that may reach past x's edges (zeros
+    there, as padding) or stop short of them (negative padding): a view when it needs no zeros."""
+    inside, widths = [], []
+    for (lo, hi), size in zip(region, x.shape[2:]):
+        a = max(lo, 0)
+        b = max(min(hi, size), a)
+        inside.append(slice(a, b))
+        widths.append((a - lo, hi - b))
+    block = x[(slice(None), slice(None)) + tuple(inside)]
+    if not any(left or right for left, right in widths):
+        return block
+    return np.pad(block, [(0, 0), (0, 0)] + widths)
+
+
+def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
+    """`whole`: the (lo, hi) range of x each spatial axis covers once padded."""
     groups, og, cg, *kernel = w.shape
     rank = len(kernel)
     spans = [effective_kernel(k, d) for k, d in zip(kernel, geo.dilations)]
     axes = tuple(range(2, 2 + rank))
     rows = cg * prod(kernel)
+    filters = w.reshape(groups, og, rows)
+    taps_first = (0, 1) + tuple(range(2 + rank, 2 + 2 * rank)) + axes
+    windows = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in geo.strides) \
+        + tuple(slice(None, None, d) for d in geo.dilations)
 
     def columns_times_filter(xs):
-        view = sliding_window_view(xs, spans, axis=axes)            # [N, C, O_full..., span...]
-        view = view[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in geo.strides)
-                    + tuple(slice(None, None, d) for d in geo.dilations)]
-        taps_first = (0, 1) + tuple(range(2 + rank, 2 + 2 * rank)) + axes
-        cols = view.transpose(taps_first).reshape(xs.shape[0], groups, rows, prod(counts))  # the copy
-        return w.reshape(groups, og, rows) @ cols
+        n = xs.shape[0]
+
+        def times_filter(first, last, out=None):
+            """Output rows [first, last) of the first spatial axis: their column matrix (the copy),
+            from just the (padded) input rows they read, times the filters."""
+            lo = whole[0][0] + first * geo.strides[0]
+            region = [(lo, lo + (last - first - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
+            view = sliding_window_view(_zero_extended(xs, region), spans, axis=axes)[windows]
+            return np.matmul(filters, view.transpose(taps_first).reshape(n, groups, rows, -1), out=out)
+
+        # The column matrix is `rows` times the size of the output: built a block of output rows at a
+        # time, it stays within COLUMN_BLOCK_ELEMENTS (still thousands of GEMM columns, as BLAS likes),
+        # and so does the padded copy of the input.
+        row_elements = n * groups * rows * prod(counts[1:])
+        step = max(1, COLUMN_BLOCK_ELEMENTS // max(row_elements, 1))
+        if step >= counts[0]:
+            return times_filter(0, counts[0])
+        out = np.empty((n, groups, og, *counts), filters.dtype)
+        for first in range(0, counts[0], step):
+            last = min(first + step, counts[0])
+            # the block's output rows are contiguous in each channel: a view, which the GEMM writes
+            times_filter(first, last, out[:, :, :, first:last].reshape(n, groups, og, -1))
+        return out
 
     return _in_batch_slices(columns_times_filter, x, groups * rows * prod(counts))
 
@@ -141,20 +180,21 @@ def _im2col(x, w, geo: Geometry, counts) -> np.ndarray:
 def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
     """x [N, G*Cg, S...], w [G, Og, Cg, K...] -> [N, G*Og, O...]."""
     groups, og, cg, *kernel = w.shape
-    pb, pe = resolve_pads(x.shape[2:], kernel, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
-                          geo.auto_pad)
+    spatial = x.shape[2:]
+    pb, pe = resolve_pads(spatial, kernel, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end, geo.auto_pad)
     out_dtype, ct = x.dtype, _compute_dtype(x.dtype)
     x, w = x.astype(ct, copy=False), w.astype(ct, copy=False)
-    if any(pb) or any(pe):
-        x = np.pad(x, [(0, 0), (0, 0)] + list(zip(pb, pe)))
-    counts = [(size - effective_kernel(k, d)) // s + 1
-              for size, k, d, s in zip(x.shape[2:], kernel, geo.dilations, geo.strides)]
-    if cg == 1:
-        out = _depthwise(x, w, geo, counts)
+    whole = [(-b, size + e) for size, b, e in zip(spatial, pb, pe)]
+    counts = [(hi - lo - effective_kernel(k, d)) // s + 1
+              for (lo, hi), k, d, s in zip(whole, kernel, geo.dilations, geo.strides)]
+    if min(counts, default=1) <= 0:
+        out = np.zeros((x.shape[0], groups, og, *(max(c, 0) for c in counts)), ct)
+    elif cg == 1:
+        out = _depthwise(_zero_extended(x, whole), w, geo, counts)
     elif all(k == 1 for k in kernel):
-        out = _pointwise(x, w, geo)
+        out = _pointwise(_zero_extended(x, whole), w, geo)
     else:
-        out = _im2col(x, w, geo, counts)
+        out = _im2col(x, w, geo, whole, counts)
     return _to_output(out.reshape(x.shape[0], groups * og, *counts), out_dtype)
 
 
@@ -212,6 +252,7 @@ def _element_type(data: TensorType, filt: TensorType):
 
 
 class _ConvolutionFamily(Op):
+    outputs_are_new = True   # for the executor: every kernel here returns an array of its own
     grouped: bool = False       # filter has a leading groups axis
     transposed: bool = False    # filter is [.., C_in, C_out, ..] and the op scatters
 

@@ -56,6 +56,7 @@ def matmul_shape(a: Shape, b: Shape, transpose_a: bool, transpose_b: bool) -> tu
 
 @register("MatMul", 1)
 class MatMul(Op):
+    outputs_are_new = True   # for the executor: np.matmul always makes a new array
     def infer(self, inputs):
         a, b = inputs
         etype = merge_etypes(a.etype, b.etype)
@@ -74,6 +75,20 @@ class MatMul(Op):
             return np.asarray(np.matmul(a.astype(np.float32), b.astype(np.float32)), dtype=np.float16)
         with np.errstate(all="ignore"):   # integer products wrap, as in C++
             return np.asarray(np.matmul(a, b))
+
+    def bind(self, step):
+        """Float32/64 data times a 2-D matrix: one GEMM over all the rows at once (NumPy would
+        run one per leading index), with the output shape known at load."""
+        a, b = step.inputs
+        out = step.outputs[0]
+        if self.run_replaced() or self.attrs.transpose_a or a.etype is not b.etype or \
+                a.etype.name not in ("f32", "f64") or b.rank != 2 or (a.rank or 0) < 3 or \
+                not (a.is_static and b.is_static):
+            return None
+        k, shape = a.shape[-1], out.shape
+        if self.attrs.transpose_b:
+            return lambda x, w: np.matmul(x.reshape(-1, k), w.T).reshape(shape)
+        return lambda x, w: np.matmul(x.reshape(-1, k), w).reshape(shape)
 
 
 # ---------------------------------------------------------------- Einsum

@@ -48,14 +48,15 @@ def _as_input_type(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             return np.clip(np.rint(y), info.min, info.max).astype(dtype)
     with np.errstate(over="ignore"):
-        return y.astype(dtype)
+        return y.astype(dtype, copy=False)
 
 
 def in_float(fn: Callable[..., np.ndarray], x: np.ndarray, *params: np.ndarray) -> np.ndarray:
     """fn(x, *params) computed in floating point, returned in x's dtype."""
     dtype = _float_dtype(x.dtype)
     with np.errstate(all="ignore"):
-        y = fn(x.astype(dtype), *(np.asarray(p).astype(dtype) for p in params))
+        # no copy when x already has the type: every fn here leaves its arguments as they are
+        y = fn(x.astype(dtype, copy=False), *(np.asarray(p).astype(dtype, copy=False) for p in params))
     return _as_input_type(np.asarray(y), x.dtype)
 
 
@@ -79,9 +80,10 @@ def _mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: fl
     centered = x - np.mean(x, axis=axes, keepdims=True)   # axes=(): x itself, so all zeros
     if not normalize_variance:
         return centered
-    variance = np.mean(centered * centered, axis=axes, keepdims=True)
+    variance = np.mean(np.square(centered), axis=axes, keepdims=True)
     scale = np.sqrt(variance + eps) if eps_inside_sqrt else np.sqrt(variance) + eps
-    return centered / scale
+    centered /= scale
+    return centered
 
 
 def _axis_values(axes: np.ndarray) -> np.ndarray:
@@ -94,6 +96,8 @@ def _axis_values(axes: np.ndarray) -> np.ndarray:
 @register("MVN", 2)
 class MVN2(Op):
     """Mean-variance normalization over dims [1:] (across_channels) or [2:]."""
+
+    outputs_are_new = True   # for the executor: the result is never a view of the input
 
     def across_channels(self) -> bool:
         # The IR reader sets across_channels from reduction_axes when they are
@@ -112,6 +116,7 @@ class MVN2(Op):
 
 @register("MVN", 6)
 class MVN6(Op):
+    outputs_are_new = True   # for the executor: the result is never a view of the input
     def infer(self, inputs):
         data, axes = inputs
         _check_numeric(data)

@@ -251,7 +251,7 @@ class MaxPool(_SlidingPool):
 
     def bind(self, step):
         """MaxPool-8/14 with nobody reading the indices: the values alone (unless `run` was replaced)."""
-        if self.has_indices and not any(step.used[1:]) and type(self).run is _MAXPOOL_RUN:
+        if self.has_indices and not any(step.used[1:]) and not self.run_replaced():
             return lambda x: (self.pool(x, with_indices=False), None)   # (the IR may even leave the port out)
         return None
 
@@ -289,7 +289,6 @@ class MaxPool(_SlidingPool):
         return _narrow(best, x.dtype), flat.astype(self.attrs.index_element_type.carrier)
 
 
-_MAXPOOL_RUN = MaxPool.run
 
 
 # ---------------------------------------------------------------- AdaptiveAvgPool and AdaptiveMaxPool
