@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from .errors import ModelError
 from .etypes import ElementType
@@ -21,6 +22,28 @@ class Weights:
         # mmap cannot map an empty file; an empty .bin simply holds nothing.
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
         self._buffer = memoryview(self._map)
+
+    def release_pages_except(self, arrays) -> int:
+        """Drop the resident pages of the file that none of `arrays` views (f16 weights once
+        decompressed, shapes once folded); returns the bytes released.
+
+        The mapping stays valid: a page read again later comes back from the file.
+        """
+        if not isinstance(self._map, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+            return 0
+        origin = byte_bounds(np.frombuffer(self._buffer, np.uint8))[0]
+        page = mmap.PAGESIZE
+        kept = sorted((max(lo - origin, 0) // page * page, -(-min(hi - origin, self.size) // page) * page)
+                      for lo, hi in (byte_bounds(a) for a in arrays if isinstance(a, np.ndarray) and a.size)
+                      if lo < origin + self.size and hi > origin)
+        released, start = 0, 0
+        for lo, hi in kept + [(self.size, self.size)]:
+            if lo > start:
+                # (the last span may end within the final partial page: madvise rounds the length up)
+                self._map.madvise(mmap.MADV_DONTNEED, start, lo - start)
+                released += lo - start
+            start = max(start, hi)
+        return released
 
     def check_unchanged(self) -> None:
         """Refuse to read a .bin that shrank since it was mapped.

@@ -105,3 +105,40 @@ def test_fast_loop_names_the_failing_layer(tmp_path, monkeypatch):
     monkeypatch.setattr(implementation("Softmax", 8), "run", lambda self, x: 1 / 0)
     with pytest.raises(irrun.ModelError, match=r"Softmax.*ZeroDivisionError"):
         irrun.load(xml).infer([np.ones((1, 4), np.float32)])
+
+
+def _resident_kib(path) -> int | None:
+    """Resident KiB of this process's mappings of `path` (None where /proc/self/smaps is missing)."""
+    try:
+        lines = open("/proc/self/smaps").read().splitlines()
+    except OSError:
+        return None
+    total, inside = 0, False
+    for line in lines:
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5:   # a mapping's header line
+            inside = fields[-1] == str(path)
+        elif inside and line.startswith("Rss:"):
+            total += int(fields[1])
+    return total
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_weights_only_folding_reads_leave_memory(compress, tmp_path):
+    """A 4 MiB weight: f16-compressed, it is decompressed once at load and its mapped pages are
+    dropped; in f32 the MatMul reads the mapping itself, which stays resident."""
+    p = ops.parameter([2, 1024], ov.Type.f32)
+    w = RNG.standard_normal((1024, 1024)).astype(np.float32)
+    model = ov.Model([ops.result(ops.matmul(p, ops.constant(w), False, False))], [p])
+    # sums of 1024 products: the order of accumulation shows at atol 1e-5
+    compare(model, [_x((2, 1024))], tmp_path, compress=compress, rtol=1e-3, atol=1e-3)
+    bin_path = (tmp_path / "model.bin").resolve()
+    loaded = irrun.load(tmp_path / "model.xml")
+    loaded.infer([_x((2, 1024))])
+    resident = _resident_kib(bin_path)
+    if resident is None:
+        pytest.skip("no /proc/self/smaps")
+    if compress:
+        assert resident < 64
+    else:
+        assert resident >= 4096
