@@ -239,6 +239,17 @@ class Softmax(Activation):
         axis = self.axis(x.ndim)
         return float_math(_softmax(axis if x.ndim else None), x)
 
+    def into(self, x, out):
+        """`_softmax` (the same rounding) without temporaries, for the executor."""
+        if x.size == 0 or x.ndim == 0:
+            out[...] = self.run(x)
+            return out
+        axis = self.axis(x.ndim)
+        np.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+        np.exp(out, out=out)
+        out /= out.sum(axis=axis, keepdims=True)
+        return out
+
 
 # ---------------------------------------------------------------- PRelu
 
