@@ -93,7 +93,9 @@ class Step:
 
 class Plan:
     def __init__(self, analysis: Analysis, result_ids: list[str], parameter_ids: list[str],
-                 memory_limit: int | None = None):
+                 memory_limit: int | None = None, release: Callable[[np.ndarray], object] | None = None):
+        """`release(array)`: told of each constant folding no longer needs (a mapped f16 weight
+        once decompressed), so that its memory can go before the next one is decompressed."""
         self.analysis = analysis
         self.memory_limit = memory_limit or default_memory_limit()
         nodes = analysis.nodes
@@ -121,7 +123,9 @@ class Plan:
             for src in node.inputs:
                 readers_left[src] -= 1
                 if not readers_left[src]:
-                    self.constants.pop(self.slot_of.get(src), None)
+                    dropped = self.constants.pop(self.slot_of.get(src), None)
+                    if release is not None and dropped is not None:
+                        release(dropped)
 
         steps: list[Step] = []
         for lid in order:

@@ -128,7 +128,8 @@ class Model:
             for key in (*info.names, layer.name):
                 self._input_lookup.setdefault(key, i)
         with _no_cyclic_gc():
-            self._plan = Plan(analysis, [l.id for l in results], [l.id for l in params], max_memory)
+            self._plan = Plan(analysis, [l.id for l in results], [l.id for l in params], max_memory,
+                              release=weights.release if weights is not None else None)
         if weights is not None:
             # What folding read and no step reads (f16 weights decompressed once) leaves memory.
             weights.release_pages_except(self._plan.constants.values())

@@ -22,26 +22,48 @@ class Weights:
         # mmap cannot map an empty file; an empty .bin simply holds nothing.
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
         self._buffer = memoryview(self._map)
+        self._origin = byte_bounds(np.frombuffer(self._buffer, np.uint8))[0] if self.size else 0
+
+    def _span(self, array) -> tuple[int, int] | None:
+        """The bytes of the file that `array` views, or None when it is not a view of the file."""
+        if not isinstance(self._map, mmap.mmap) or not isinstance(array, np.ndarray) or not array.size:
+            return None
+        lo, hi = byte_bounds(array)
+        origin = self._origin
+        if hi <= origin or lo >= origin + self.size:
+            return None
+        return max(lo - origin, 0), min(hi - origin, self.size)
+
+    def _drop(self, start: int, end: int) -> int:
+        """Drop the resident pages wholly inside bytes [start, end) (the mapping stays valid: a
+        page read again later comes back from the file); returns the bytes dropped."""
+        if not hasattr(mmap, "MADV_DONTNEED"):
+            return 0
+        page = mmap.PAGESIZE
+        first = -(-start // page) * page
+        last = self.size if end >= self.size else end // page * page
+        if last <= first:
+            return 0
+        self._map.madvise(mmap.MADV_DONTNEED, first, last - first)
+        return last - first
+
+    def release(self, array) -> int:
+        """`array` (a Const's data) is no longer needed: its pages leave memory."""
+        span = self._span(array)
+        return self._drop(*span) if span else 0
 
     def release_pages_except(self, arrays) -> int:
         """Drop the resident pages of the file that none of `arrays` views (f16 weights once
-        decompressed, shapes once folded); returns the bytes released.
-
-        The mapping stays valid: a page read again later comes back from the file.
-        """
-        if not isinstance(self._map, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        decompressed, shapes once folded); returns the bytes released."""
+        if not isinstance(self._map, mmap.mmap):
             return 0
-        origin = byte_bounds(np.frombuffer(self._buffer, np.uint8))[0]
         page = mmap.PAGESIZE
-        kept = sorted((max(lo - origin, 0) // page * page, -(-min(hi - origin, self.size) // page) * page)
-                      for lo, hi in (byte_bounds(a) for a in arrays if isinstance(a, np.ndarray) and a.size)
-                      if lo < origin + self.size and hi > origin)
+        kept = sorted((lo // page * page, -(-hi // page) * page)
+                      for lo, hi in filter(None, map(self._span, arrays)))
         released, start = 0, 0
         for lo, hi in kept + [(self.size, self.size)]:
             if lo > start:
-                # (the last span may end within the final partial page: madvise rounds the length up)
-                self._map.madvise(mmap.MADV_DONTNEED, start, lo - start)
-                released += lo - start
+                released += self._drop(start, lo)
             start = max(start, hi)
         return released
 
