@@ -5,13 +5,15 @@ from pathlib import Path
 
 import numpy as np
 import openvino as ov
+import openvino.opset1 as ops1
 import pytest
+from lxml import etree
 
 import irrun
+from irrun import etypes
 from irrun.errors import ShapeError
-from irrun.etypes import from_dtype
 from irrun.registry import TensorType, implementation
-from irrun.shapes import format_shape, parse_partial_shape
+from irrun.shapes import Dim, format_shape, parse_partial_shape
 from irrun.spec import all_specs, parse_attrs
 
 _CORE = ov.Core()
@@ -77,36 +79,233 @@ def compare(model: ov.Model, inputs: list[np.ndarray], tmp_path: Path, *, rtol=1
     return got
 
 
+# ---------------------------------------------------------------- building models
+
+def param(shape, dtype=np.float32, name=None) -> ov.Node:
+    """A Parameter of `shape` (a list of ints / ov.Dimensions, a PartialShape, or None: dynamic rank)."""
+    if shape is None:
+        shape = ov.PartialShape.dynamic()
+    elif not isinstance(shape, ov.PartialShape):
+        shape = ov.PartialShape(shape)
+    p = ov.op.Parameter(ov.Type(np.dtype(dtype)), shape)
+    if name:
+        p.set_friendly_name(name)
+    return p
+
+
+def const(values, dtype=np.int64) -> ov.Node:
+    """A Constant of `values` as `dtype` (empty ones too)."""
+    values = np.asarray(values, dtype)
+    if values.size == 0:  # opset1.constant refuses empty data
+        return ov.op.Constant(ov.Type(values.dtype), ov.Shape(list(values.shape)), [])
+    return ops1.constant(values)
+
+
+def model(nodes, params) -> ov.Model:
+    """A model whose outputs are every output of `nodes` (a node, a node's output, or a list of those)."""
+    nodes = nodes if isinstance(nodes, (list, tuple)) else [nodes]
+    outputs = [o for n in nodes for o in (n.outputs() if isinstance(n, ov.Node) else [n])]
+    return ov.Model(outputs, list(params))
+
+
+def model_from_arrays(build, arrays, *, consts=(), dynamic=False, static_last=()) -> tuple[ov.Model, list]:
+    """The model of `build(*nodes)` with a Parameter per array (a Constant at the positions in `consts`),
+    and the arrays to feed it. `dynamic` makes every Parameter dim -1, but the last dim of the inputs
+    at the positions in `static_last`."""
+    nodes, params, feeds = [], [], []
+    for i, a in enumerate(arrays):
+        a = np.asarray(a)
+        if i in consts:
+            nodes.append(const(a, a.dtype))
+            continue
+        shape = list(a.shape)
+        if dynamic:
+            shape = [-1] * (a.ndim - 1) + shape[-1:] if i in static_last else [-1] * a.ndim
+        p = param(shape, a.dtype, name=f"in{i}")
+        nodes.append(p)
+        params.append(p)
+        feeds.append(a)
+    return model(build(*nodes), params), feeds
+
+
+def random_data(rng: np.random.Generator, shape, dtype=np.float32) -> np.ndarray:
+    """Booleans half true, unsigned 0..199, signed -100..99, floats standard normal."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "u":
+        return rng.integers(0, 200, shape).astype(dtype)
+    if dtype.kind == "i":
+        return rng.integers(-100, 100, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def only_output(outputs: dict) -> np.ndarray:
+    """The single output of a one-output `compare` (or `infer`)."""
+    (value,) = outputs.values()
+    return value
+
+
+def irrun_outputs(m: ov.Model, inputs, tmp_path: Path, *, check_validate: bool = False) -> list[np.ndarray]:
+    """irrun's outputs for `m` saved as IR (for checks other than a comparison with OpenVINO)."""
+    xml = save(m, tmp_path)
+    if check_validate:
+        assert irrun.validate(xml).ok
+    return list(irrun.load(xml).infer(list(inputs)).values())
+
+
+# ---------------------------------------------------------------- editing a saved IR
+
+def openvino_refuses(xml: Path) -> bool:
+    """OpenVINO's IR reader rejects the file."""
+    try:
+        _CORE.read_model(str(xml))
+    except RuntimeError:
+        return True
+    return False
+
+
+def replace_in_ir(xml: Path, old: str, new: str, count: int = 1) -> Path:
+    """Replace the first `count` occurrences of `old` in the IR's text (there must be that many)."""
+    text = xml.read_text()
+    assert text.count(old) >= count, f"{old!r} not in the IR"
+    xml.write_text(text.replace(old, new, count))
+    return xml
+
+
+def layer_of(root, type_name: str):
+    """The first layer of type `type_name` in a parsed IR."""
+    return next(layer for layer in root.iter("layer") if layer.get("type") == type_name)
+
+
+def set_port_dims(port, dims) -> None:
+    """Replace the `<dim>`s of an IR `<port>` (the rank may change)."""
+    for old in port.findall("dim"):
+        port.remove(old)
+    for d in dims:
+        etree.SubElement(port, "dim").text = str(d)
+
+
+def set_parameter_dims(root, parameter, dims) -> None:
+    """Give the Parameter layer `parameter` of a parsed IR the static shape `dims`, and every port it feeds."""
+    parameter.find("data").set("shape", ",".join(map(str, dims)))
+    set_port_dims(parameter.find("output").find("port"), dims)
+    layers = {layer.get("id"): layer for layer in root.iter("layer")}
+    for e in root.iter("edge"):
+        if e.get("from-layer") == parameter.get("id"):
+            target = layers[e.get("to-layer")]
+            set_port_dims(next(pt for pt in target.find("input").findall("port") if pt.get("id") == e.get("to-port")),
+                          dims)
+
+
+def edited_ir(m: ov.Model, tmp_path: Path, type_name: str, attrs=None, *, drop=(), output_dims=None, port=0,
+              input_dims: dict | None = None, edit=None) -> Path:
+    """Save `m` to a new folder under `tmp_path`, then edit its first `type_name` layer: set `attrs`
+    in its `<data>`, delete the attributes in `drop`, overwrite the dims of output `port` with
+    `output_dims` (same rank), give the Parameter feeding input port i the static shape
+    `input_dims[i]`, and call `edit(layer)` for anything else."""
+    Path(tmp_path).mkdir(parents=True, exist_ok=True)
+    folder = Path(tmp_path) / f"edited{len(list(Path(tmp_path).iterdir()))}"   # never overwrite a mapped .bin
+    folder.mkdir()
+    xml = save(m, folder)
+    tree = etree.parse(str(xml))
+    root = tree.getroot()
+    layer = layer_of(root, type_name)
+    for name, value in (attrs or {}).items():
+        layer.find("data").set(name, value)
+    for name in drop:
+        del layer.find("data").attrib[name]
+    if output_dims is not None:
+        for dim, value in zip(layer.find("output").findall("port")[port].findall("dim"), output_dims):
+            dim.text = str(value)
+    for input_port, dims in (input_dims or {}).items():
+        edge = next(e for e in root.iter("edge")
+                    if e.get("to-layer") == layer.get("id") and e.get("to-port") == str(input_port))
+        set_parameter_dims(root, next(la for la in root.iter("layer") if la.get("id") == edge.get("from-layer")), dims)
+    if edit is not None:
+        edit(layer)
+    tree.write(str(xml))
+    return xml
+
+
 # ---------------------------------------------------------------- shape functions vs OpenVINO's
 
-def irrun_infer(type_name: str, version: int, attrs: dict, inputs: list[TensorType]) -> TensorType:
-    """Output 0 of irrun's shape function, for attributes given as Python values."""
+def attr_text(value) -> str:
+    """An attribute as OpenVINO writes it in IR `<data>`: bools lower-case, lists comma-separated."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def irrun_infer_all(type_name: str, version: int, attrs: dict, inputs: list[TensorType], *,
+                    bad_attrs_refuse: bool = False) -> list[TensorType]:
+    """Every output of irrun's shape function, for attributes given as Python values or IR text.
+    An attribute problem fails the test, or with `bad_attrs_refuse` raises ShapeError
+    (for cases where OpenVINO refuses the attribute value and validate reports it)."""
     spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(spec, {k: str(v).lower() if isinstance(v, bool) else str(v)
-                                          for k, v in attrs.items()})
+    parsed, problems = parse_attrs(spec, {k: attr_text(v) for k, v in attrs.items()})
+    if problems and bad_attrs_refuse:
+        raise ShapeError(problems[0].message)
     assert not problems, problems
-    return implementation(type_name, version)(spec, parsed).infer(inputs)[0]
+    return implementation(type_name, version)(spec, parsed).infer(inputs)
+
+
+def irrun_infer(type_name: str, version: int, attrs: dict, inputs: list[TensorType]) -> TensorType:
+    """Output 0 of irrun's shape function, for attributes given as Python values or IR text."""
+    return irrun_infer_all(type_name, version, attrs, inputs)[0]
+
+
+def as_dim(d):
+    """An OpenVINO dim (an int, -1 for dynamic, or an ov.Dimension) as irrun's dim."""
+    if isinstance(d, int) and d >= 0:
+        return d
+    d = ov.Dimension(d) if isinstance(d, int) else d
+    if d.is_static:
+        return d.get_length()
+    hi = d.get_max_length()
+    return Dim(d.get_min_length(), None if hi < 0 else hi)
+
+
+def tensor_type(shape, dtype=np.float32, value=None) -> TensorType:
+    """irrun's view of a tensor of `shape` (ints, -1 and ov.Dimensions; None: dynamic rank),
+    with its value when it is known."""
+    dims = None if shape is None else tuple(as_dim(d) for d in shape)
+    return TensorType(dims, etypes.from_dtype(dtype), None if value is None else np.asarray(value, dtype))
 
 
 def as_tensor_type(node_output) -> TensorType:
     """What irrun knows about an OpenVINO node's output: shape, type, value if it is a Constant."""
     node = node_output.get_node()
-    etype = from_dtype(node_output.get_element_type().to_dtype())
-    value = node.get_data().copy() if node.get_type_name() == "Constant" else None
+    ov_type = node_output.get_element_type()
+    etype = etypes.BY_NAME.get(ov_type.get_type_name()) or etypes.from_dtype(ov_type.to_dtype())
+    # get_data() of a sub-byte Constant (u1, i4 ...) is its packed bytes, not its values
+    value = node.get_data().copy() if node.get_type_name() == "Constant" and ov_type.bitwidth >= 8 else None
     return TensorType(parse_partial_shape(str(node_output.get_partial_shape())), etype, value)
 
 
-def check_shape_function(ov_build, type_name: str, version: int, attrs: dict, args: list) -> None:
+def ov_shape_text(partial_shape) -> str:
+    """OpenVINO's PartialShape in irrun's notation (format_shape)."""
+    return "[...]" if partial_shape.rank.is_dynamic else str(partial_shape).replace(" ", "")
+
+
+def check_shape_function(ov_build, type_name: str, version: int, attrs: dict, args: list, *,
+                         all_outputs: bool = False, refusal: str | None = None) -> None:
     """`args` are OpenVINO nodes; the op built from them by OpenVINO and by irrun must agree on
-    the output shape and element type, or both refuse it (irrun with a ShapeError)."""
+    the shape and element type of output 0 (of every output with `all_outputs`), or both refuse it
+    (irrun with a ShapeError matching `refusal`, when given)."""
     inputs = [as_tensor_type(a.output(0)) for a in args]
     try:
         node = ov_build(*args)
     except RuntimeError as exc:
-        with pytest.raises(ShapeError):
-            got = irrun_infer(type_name, version, attrs, inputs)
-            pytest.fail(f"OpenVINO refuses this ({str(exc).splitlines()[-1]}), irrun infers {format_shape(got.shape)}")
+        with pytest.raises(ShapeError, match=refusal):
+            got = irrun_infer_all(type_name, version, attrs, inputs)
+            pytest.fail(f"OpenVINO refuses this ({str(exc).strip().splitlines()[-1]}), "
+                        f"irrun infers {[format_shape(t.shape) for t in got]}")
         return
-    got = irrun_infer(type_name, version, attrs, inputs)
-    assert format_shape(got.shape) == str(node.get_output_partial_shape(0))
-    assert got.etype.name == node.get_output_element_type(0).get_type_name()
+    got = irrun_infer_all(type_name, version, attrs, inputs)
+    expected = node.outputs() if all_outputs else node.outputs()[:1]
+    got = got if all_outputs else got[:1]
+    assert [format_shape(t.shape) for t in got] == [ov_shape_text(o.get_partial_shape()) for o in expected]
+    assert [t.etype.name for t in got] == [o.get_element_type().get_type_name() for o in expected]

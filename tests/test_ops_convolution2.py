@@ -8,14 +8,8 @@ import openvino.opset1 as ops1
 import openvino.opset8 as ops8
 import pytest
 
-from ovutil import assert_close, compare, run_openvino, save
+from ovutil import assert_close, check_shape_function, compare, edited_ir, param, run_openvino, save
 import irrun
-from irrun import etypes
-from irrun.errors import ShapeError
-from irrun.etypes import from_dtype
-from irrun.registry import TensorType, implementation
-from irrun.shapes import Dim, format_shape
-from irrun.spec import all_specs, parse_attrs
 
 AUTO_PADS = ["explicit", "same_upper", "same_lower", "valid"]
 D = ov.Dimension
@@ -23,11 +17,6 @@ D = ov.Dimension
 
 def rng(seed=0):
     return np.random.default_rng(seed)
-
-
-def param(shape, dtype=np.float32):
-    return ov.op.Parameter(ov.Type(np.dtype(dtype)),
-                           ov.PartialShape.dynamic() if shape is None else ov.PartialShape(shape))
 
 
 def output_size(size, kernel, stride, dilation, pads, auto_pad):
@@ -135,21 +124,6 @@ def test_deformable_convolution_compressed_weights(tmp_path):
     compare(ov.Model([node], [x, o]), [data, offsets], tmp_path, compress=True)
 
 
-def irrun_infer(type_name, version, attrs, inputs) -> TensorType:
-    spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(spec, attrs)
-    assert not problems, problems
-    return implementation(type_name, version)(spec, parsed).infer(inputs)[0]
-
-
-def as_type(shape, dtype=np.float32) -> TensorType:
-    def dim(d):
-        if isinstance(d, int):
-            return Dim() if d == -1 else d
-        return Dim(d.get_min_length(), None if d.get_max_length() == -1 else d.get_max_length())
-    return TensorType(None if shape is None else tuple(dim(d) for d in shape), from_dtype(dtype))
-
-
 @pytest.mark.parametrize("data, offsets, filt, mask", [
     ([1, 4, 6, 6], [1, 18, 4, 4], [2, 4, 3, 3], None),
     ([-1, 4, -1, -1], [-1, 18, -1, -1], [2, 4, 3, 3], [-1, 9, -1, -1]),
@@ -163,19 +137,12 @@ def as_type(shape, dtype=np.float32) -> TensorType:
     ([1, 4, 6], [1, 18, 4], [2, 4, 3], None),                   # 1-D
 ])
 def test_deformable_convolution_shape_function(data, offsets, filt, mask):
-    args = [param(data), param(offsets), param(filt)]
-    inputs = [as_type(s) for s in (data, offsets, filt)] + ([as_type(mask)] if mask is not None else [])
+    args = [param(s) for s in (data, offsets, filt)] + ([param(mask)] if mask is not None else [])
     attrs = {"strides": "1, 1", "pads_begin": "0, 0", "pads_end": "0, 0", "dilations": "1, 1", "group": "1",
              "deformable_group": "1"}
-    try:
-        node = ops8.deformable_convolution(*args, [1, 1], [0, 0], [0, 0], [1, 1],
-                                           mask=param(mask) if mask is not None else None)
-    except RuntimeError:
-        with pytest.raises(ShapeError):
-            irrun_infer("DeformableConvolution", 8, attrs, inputs)
-        return
-    got = irrun_infer("DeformableConvolution", 8, attrs, inputs)
-    assert format_shape(got.shape) == str(node.get_output_partial_shape(0)).replace(" ", "")
+    check_shape_function(
+        lambda d, o, f, m=None: ops8.deformable_convolution(d, o, f, [1, 1], [0, 0], [0, 0], [1, 1], mask=m),
+        "DeformableConvolution", 8, attrs, args)
 
 
 # ---------------------------------------------------------------- BinaryConvolution
@@ -270,29 +237,17 @@ def test_binary_convolution_shape_function(data, filt):
     spatial = len(filt) - 2
     attrs = {"strides": ", ".join(["1"] * spatial), "pads_begin": ", ".join(["0"] * spatial),
              "pads_end": ", ".join(["0"] * spatial), "dilations": ", ".join(["1"] * spatial)}
-    inputs = [as_type(data), TensorType(tuple(filt), etypes.BY_NAME["u1"])]
-    try:
-        node = ops1.binary_convolution(param(data), w, [1] * spatial, [0] * spatial, [0] * spatial, [1] * spatial,
-                                       "xnor-popcount", 0.0)
-    except RuntimeError:
-        with pytest.raises(ShapeError):
-            irrun_infer("BinaryConvolution", 1, attrs, inputs)
-        return
-    got = irrun_infer("BinaryConvolution", 1, attrs, inputs)
-    assert format_shape(got.shape) == str(node.get_output_partial_shape(0)).replace(" ", "")
-    assert got.etype.name == node.get_output_element_type(0).get_type_name()
+    check_shape_function(lambda d, f: ops1.binary_convolution(d, f, [1] * spatial, [0] * spatial, [0] * spatial,
+                                                              [1] * spatial, "xnor-popcount", 0.0),
+                         "BinaryConvolution", 1, attrs, [param(data), w])
 
 
 # ---------------------------------------------------------------- validate
 
 def declared_output_edited(m: ov.Model, tmp_path, type_name: str, axis: int, value: int):
-    from lxml import etree
-    xml = save(m, tmp_path)
-    tree = etree.parse(str(xml))
-    layer = next(la for la in tree.getroot().iter("layer") if la.get("type") == type_name)
-    layer.find("output").find("port").findall("dim")[axis].text = str(value)
-    tree.write(str(xml))
-    return xml
+    def edit(layer):
+        layer.find("output").find("port").findall("dim")[axis].text = str(value)
+    return edited_ir(m, tmp_path, type_name, edit=edit)
 
 
 @pytest.mark.parametrize("type_name", ["DeformableConvolution", "BinaryConvolution"])

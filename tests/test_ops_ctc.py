@@ -9,7 +9,6 @@ against OpenVINO's own partial-shape inference.  Divergences are recorded in
 specs/errata/signal.md.
 """
 import itertools
-from pathlib import Path
 
 import numpy as np
 import openvino as ov
@@ -17,35 +16,12 @@ import openvino.opset1 as ops1
 import openvino.opset4 as ops4
 import openvino.opset6 as ops6
 import pytest
-from lxml import etree
 
 import irrun
-from irrun.registry import implementation
-from irrun.shapes import format_shape
-from irrun.spec import all_specs, parse_attrs
-from ovutil import as_tensor_type, check_shape_function, compare, run_openvino, save
+from ovutil import check_shape_function, compare, const, edited_ir, irrun_outputs, model, param, run_openvino, save
 
 RNG = np.random.default_rng(5)
 D = ov.Dimension
-
-
-def param(shape, dtype=np.float32):
-    return ov.op.Parameter(ov.Type(np.dtype(dtype)),
-                           ov.PartialShape.dynamic() if shape is None else ov.PartialShape(shape))
-
-
-def const(values, dtype=np.int64):
-    return ops1.constant(np.array(values, dtype=dtype))
-
-
-def model(node, params) -> ov.Model:
-    return ov.Model(node.outputs(), params)
-
-
-def irrun_outputs(m: ov.Model, inputs, tmp_path: Path) -> list[np.ndarray]:
-    xml = save(m, tmp_path)
-    assert irrun.validate(xml).ok
-    return list(irrun.load(xml).infer(list(inputs)).values())
 
 
 def scores_for(classes: np.ndarray, num_classes: int, dtype=np.float32) -> np.ndarray:
@@ -214,7 +190,8 @@ def test_ctc_loss_against_a_sum_over_every_path(merge, tmp_path):
     params = [param([3, 5, 3]), param([3], np.int32), param([3, 5], np.int32), param([3], np.int32)]
     node = ops4.ctc_loss(*params, None, False, merge, False)
     got, = irrun_outputs(model(node, params), [logits, np.full(3, 5, np.int32), labels,
-                                               np.array([len(t) for t in targets], np.int32)], tmp_path)
+                                               np.array([len(t) for t in targets], np.int32)], tmp_path,
+                         check_validate=True)
     expected = [brute_force_ctc_loss(logits[i].astype(np.float64), t, 2, merge) for i, t in enumerate(targets)]
     np.testing.assert_allclose(got, expected, rtol=1e-5)
 
@@ -225,7 +202,7 @@ def test_ctc_loss_collapsed_empty_target_is_the_first_label(tmp_path):
     params = [param([4, 8, 5]), param([4], np.int32), param([4, 8], np.int32), param([4], np.int32)]
     m = model(ops4.ctc_loss(*params, None, True, True, False), params)
     inputs = [RNG.standard_normal([4, 8, 5]).astype(np.float32), np.full(4, 8, np.int32), LOSS_LABELS.astype(np.int32)]
-    got, = irrun_outputs(m, inputs + [np.zeros(4, np.int32)], tmp_path)
+    got, = irrun_outputs(m, inputs + [np.zeros(4, np.int32)], tmp_path, check_validate=True)
     expected, = run_openvino(save(m, tmp_path / "one"), inputs + [np.ones(4, np.int32)])
     np.testing.assert_allclose(got, expected, rtol=1e-5)
 
@@ -299,7 +276,7 @@ def test_gather_tree_zero_length_is_all_end_token(tmp_path):
     params = [param([6, 3, 4]), param([6, 3, 4]), param([3]), param([])]
     m = model(ops1.gather_tree(*params), params)
     inputs = gather_tree_inputs(np.float32, [5, 0, 2])
-    got, = irrun_outputs(m, inputs, tmp_path)
+    got, = irrun_outputs(m, inputs, tmp_path, check_validate=True)
     assert np.all(got[:, 1] == 3)
     cpu, = run_openvino(save(m, tmp_path / "cpu"), inputs)
     np.testing.assert_array_equal(got[:, [0, 2]], cpu[:, [0, 2]])
@@ -358,13 +335,9 @@ def test_ctc_greedy_decoder_seq_len_shape_function(data, lengths, blank, types):
 
 
 def test_ctc_greedy_decoder_seq_len_second_output():
-    spec = all_specs()[("CTCGreedyDecoderSeqLen", 6)]
-    attrs, _ = parse_attrs(spec, {"classes_index_type": "i64", "sequence_length_type": "i32"})
-    args = [param([D(2, 6), 9, 5]), param([-1], np.int32)]
-    node = ops6.ctc_greedy_decoder_seq_len(*args, None, True, "i64", "i32")
-    out = implementation("CTCGreedyDecoderSeqLen", 6)(spec, attrs).infer([as_tensor_type(a.output(0)) for a in args])
-    assert [(format_shape(o.shape), o.etype.name) for o in out] == \
-        [(str(node.get_output_partial_shape(i)), node.get_output_element_type(i).get_type_name()) for i in (0, 1)]
+    check_shape_function(lambda *a: ops6.ctc_greedy_decoder_seq_len(*a, None, True, "i64", "i32"),
+                         "CTCGreedyDecoderSeqLen", 6, {"classes_index_type": "i64", "sequence_length_type": "i32"},
+                         [param([D(2, 6), 9, 5]), param([-1], np.int32)], all_outputs=True)
 
 
 def test_ctc_greedy_decoder_seq_len_blank_index_must_be_an_integer():
@@ -424,28 +397,18 @@ def test_gather_tree_mixed_element_types():
 
 # ---------------------------------------------------------------- validate
 
-def edited_ir(m: ov.Model, tmp_path: Path, type_name: str, port: int, dims) -> Path:
-    """Save `m`, then overwrite the declared dims of output `port` of the `type_name` layer."""
-    xml = save(m, tmp_path)
-    tree = etree.parse(str(xml))
-    layer = next(l for l in tree.getroot().iter("layer") if l.get("type") == type_name)
-    out = layer.find("output").findall("port")[port]
-    for dim, value in zip(out.findall("dim"), dims):
-        dim.text = str(value)
-    tree.write(str(xml))
-    return xml
-
-
 def test_validate_ctc_greedy_decoder_seq_len_declared_length(tmp_path):
     p, n = param([4, 9, 5]), param([4], np.int32)
-    xml = edited_ir(model(ops6.ctc_greedy_decoder_seq_len(p, n), [p, n]), tmp_path, "CTCGreedyDecoderSeqLen", 1, [5])
+    xml = edited_ir(model(ops6.ctc_greedy_decoder_seq_len(p, n), [p, n]), tmp_path, "CTCGreedyDecoderSeqLen",
+                    output_dims=[5], port=1)
     problems = irrun.validate(xml).errors
     assert [(e.code, e.port) for e in problems] == [("E-DECLARED-SHAPE", 1)], [e.format() for e in problems]
 
 
 def test_validate_ctc_greedy_decoder_declared_shape(tmp_path):
     p, m = param([8, 3, 4]), param([8, 3])
-    xml = edited_ir(model(ops1.ctc_greedy_decoder(p, m), [p, m]), tmp_path, "CTCGreedyDecoder", 0, [8, 3, 1, 1])
+    xml = edited_ir(model(ops1.ctc_greedy_decoder(p, m), [p, m]), tmp_path, "CTCGreedyDecoder",
+                    output_dims=[8, 3, 1, 1])
     assert [e.code for e in irrun.validate(xml).errors] == ["E-DECLARED-SHAPE"]
 
 
@@ -453,16 +416,7 @@ def test_validate_ctc_loss_inconsistent_batch_names_the_layer(tmp_path):
     params = [param([4, 8, 5]), param([4], np.int32), param([4, 8], np.int32), param([4], np.int32)]
     node = ops4.ctc_loss(*params)
     node.set_friendly_name("the_loss")
-    xml = save(model(node, params), tmp_path)
-    tree = etree.parse(str(xml))
-    for layer in tree.getroot().iter("layer"):       # labels become [3, 8]: the Parameter and the loss's port 2
-        if layer.get("type") == "Parameter" and layer.find("data").get("shape") == "4,8" \
-                and layer.find("data").get("element_type") == "i32":
-            layer.find("data").set("shape", "3,8")
-            layer.find("output").find("port").find("dim").text = "3"
-        if layer.get("type") == "CTCLoss":
-            layer.find("input").findall("port")[2].find("dim").text = "3"
-    tree.write(str(xml))
+    xml = edited_ir(model(node, params), tmp_path, "CTCLoss", input_dims={2: [3, 8]})    # labels become [3, 8]
     with pytest.raises(RuntimeError, match="first dimension of labels"):
         ov.Core().read_model(str(xml))
     problems = irrun.validate(xml).errors

@@ -5,7 +5,6 @@ reference evaluator in OpenVINO, so the CPU plugin is its only oracle), shape
 functions against OpenVINO's partial-shape inference, and validate tests.
 Divergences from the op specs are recorded in specs/errata/detection.md.
 """
-from pathlib import Path
 
 import numpy as np
 import openvino as ov
@@ -18,63 +17,16 @@ import openvino.opset9 as ops9
 import pytest
 from lxml import etree
 
-from ovutil import assert_close, compare, run_openvino, save
+from ovutil import (
+    assert_close, compare, irrun_infer, irrun_infer_all, irrun_outputs, layer_of, openvino_refuses, ov_shape_text,
+    param, run_openvino, save, tensor_type
+)
 import irrun
-from irrun.etypes import from_dtype
-from irrun.registry import TensorType, implementation
-from irrun.shapes import Dim, format_shape
-from irrun.spec import all_specs, parse_attrs
+from irrun.shapes import format_shape
 
 RNG = np.random.default_rng(3)
 D = ov.Dimension
 NMS = {1: ops1, 3: ops3, 4: ops4, 5: ops5, 9: ops9}
-
-
-def param(shape, dtype=np.float32, name=None):
-    p = ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape.dynamic() if shape is None else ov.PartialShape(shape))
-    if name:
-        p.set_friendly_name(name)
-    return p
-
-
-def irrun_outputs(model: ov.Model, inputs, tmp_path) -> list[np.ndarray]:
-    return list(irrun.load(save(model, tmp_path)).infer(inputs).values())
-
-
-def irrun_infer(type_name, version, attrs, inputs) -> list[TensorType]:
-    spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(spec, attrs)
-    assert not problems, problems
-    return implementation(type_name, version)(spec, parsed).infer(inputs)
-
-
-def ov_shape_text(partial_shape) -> str:
-    return "[...]" if partial_shape.rank.is_dynamic else str(partial_shape).replace(" ", "")
-
-
-def as_dim(d):
-    if isinstance(d, int):
-        return Dim() if d == -1 else d
-    if d.is_static:
-        return d.get_length()
-    return Dim(d.get_min_length(), None if d.get_max_length() == -1 else d.get_max_length())
-
-
-def as_type(shape, dtype=np.float32, value=None) -> TensorType:
-    return TensorType(None if shape is None else tuple(as_dim(d) for d in shape), from_dtype(dtype),
-                      None if value is None else np.asarray(value))
-
-
-def layer_of(root, type_name):
-    return next(layer for layer in root.iter("layer") if layer.get("type") == type_name)
-
-
-def openvino_refuses(xml: Path) -> bool:
-    try:
-        ov.Core().read_model(str(xml))
-    except RuntimeError:
-        return True
-    return False
 
 
 # ---------------------------------------------------------------- NonMaxSuppression
@@ -203,8 +155,8 @@ NMS_SHAPES = [([2, 6, 4], [2, 3, 6]), ([-1, 6, 4], [-1, 3, 6]), ([2, -1, 4], [2,
 def test_nms_shape_function_v9(boxes_shape, scores_shape, max_out):
     mo = param([], np.int64) if max_out is None else ops1.constant(np.int64(max_out))
     node = ops9.non_max_suppression(param(boxes_shape), param(scores_shape), mo, output_type="i32")
-    out = irrun_infer("NonMaxSuppression", 9, {"output_type": "i32"},
-                      [as_type(boxes_shape), as_type(scores_shape), as_type([], np.int64, max_out)])
+    out = irrun_infer_all("NonMaxSuppression", 9, {"output_type": "i32"},
+                          [tensor_type(boxes_shape), tensor_type(scores_shape), tensor_type([], np.int64, max_out)])
     assert [format_shape(t.shape) for t in out] == [ov_shape_text(o.get_partial_shape()) for o in node.outputs()]
     assert [t.etype.name for t in out] == ["i32", "f32", "i32"]
 
@@ -305,9 +257,9 @@ def test_roi_align_adversarial_rois(tmp_path):
 def test_roi_align_shape_function():
     for data, rois, idx in [([2, 3, 8, 8], [5, 4], [5]), ([-1, -1, -1, -1], [-1, 4], [D(2, 6)]), (None, None, None)]:
         node = ops9.roi_align(param(data), param(rois), param(idx, np.int32), 2, 3, 0, 0.5, "avg")
-        out = irrun_infer("ROIAlign", 9, {"pooled_h": "2", "pooled_w": "3", "sampling_ratio": "0",
-                                          "spatial_scale": "0.5", "mode": "avg"},
-                          [as_type(data), as_type(rois), as_type(idx, np.int32)])
+        out = irrun_infer_all("ROIAlign", 9, {"pooled_h": "2", "pooled_w": "3", "sampling_ratio": "0",
+                                              "spatial_scale": "0.5", "mode": "avg"},
+                              [tensor_type(data), tensor_type(rois), tensor_type(idx, np.int32)])
         assert format_shape(out[0].shape) == ov_shape_text(node.get_output_partial_shape(0))
 
 
@@ -395,14 +347,10 @@ def test_prior_shape_function(version, attrs):
     make = {1: ops1.prior_box, 8: ops8.prior_box, "c": ops1.prior_box_clustered}[version]
     node = make(ops1.constant(np.array([5, 7], np.int64)), ops1.constant(np.array([50, 70], np.int64)), attrs)
     type_name, v = ("PriorBoxClustered", 1) if version == "c" else ("PriorBox", version)
-    text = {k: (",".join(map(str, val)) if isinstance(val, list) else str(val).lower() if isinstance(val, bool)
-                else str(val)) for k, val in attrs.items()}
-    if version == "c":
-        text = {("width" if k == "width" else k): v_ for k, v_ in text.items()}
-    out = irrun_infer(type_name, v, text, [as_type([2], np.int64, [5, 7]), as_type([2], np.int64, [50, 70])])
-    assert format_shape(out[0].shape) == ov_shape_text(node.get_output_partial_shape(0))
-    out = irrun_infer(type_name, v, text, [as_type([2], np.int64), as_type([2], np.int64)])
-    assert format_shape(out[0].shape) == "[2,?]"
+    out = irrun_infer(type_name, v, attrs, [tensor_type([2], np.int64, [5, 7]), tensor_type([2], np.int64, [50, 70])])
+    assert format_shape(out.shape) == ov_shape_text(node.get_output_partial_shape(0))
+    out = irrun_infer(type_name, v, attrs, [tensor_type([2], np.int64), tensor_type([2], np.int64)])
+    assert format_shape(out.shape) == "[2,?]"
 
 
 # ---------------------------------------------------------------- Proposal
@@ -467,8 +415,7 @@ def test_proposal_shape_function():
     for probs, deltas in [([2, 12, 4, 5], [2, 24, 4, 5]), ([-1, 12, -1, -1], [D(1, 3), 24, 4, 5]), (None, None)]:
         a = {k: (np.uint32(v) if isinstance(v, int) else v) for k, v in PROPOSAL_BASE.items()}
         node = ops4.proposal(param(probs), param(deltas), param([3]), a)
-        text = {k: ",".join(map(str, v)) if isinstance(v, list) else str(v) for k, v in PROPOSAL_BASE.items()}
-        out = irrun_infer("Proposal", 4, text, [as_type(probs), as_type(deltas), as_type([3])])
+        out = irrun_infer_all("Proposal", 4, PROPOSAL_BASE, [tensor_type(probs), tensor_type(deltas), tensor_type([3])])
         assert [format_shape(t.shape) for t in out] == [ov_shape_text(o.get_partial_shape()) for o in node.outputs()]
 
 
@@ -551,10 +498,8 @@ def test_detection_output_shape_function(attrs):
     for loc, conf, prior in [([2, 48], [2, 48], [1, 2, 48]), ([-1, 48], [-1, 48], [1, 2, 48]),
                              ([D(1, 3), 48], [-1, 48], [-1, 2, 48])]:
         node = ops8.detection_output(param(loc), param(conf), param(prior), a)
-        text = {k: ",".join(map(str, v)) if isinstance(v, list) else str(v).lower() if isinstance(v, bool) else str(v)
-                for k, v in a.items()}
-        out = irrun_infer("DetectionOutput", 8, text, [as_type(loc), as_type(conf), as_type(prior)])
-        assert format_shape(out[0].shape) == ov_shape_text(node.get_output_partial_shape(0))
+        out = irrun_infer("DetectionOutput", 8, a, [tensor_type(loc), tensor_type(conf), tensor_type(prior)])
+        assert format_shape(out.shape) == ov_shape_text(node.get_output_partial_shape(0))
 
 
 def test_detection_output_inconsistent_priors(tmp_path):

@@ -15,13 +15,12 @@ import pytest
 from lxml import etree
 from openvino.utils.node_factory import NodeFactory
 
-from ovutil import compare, save
+from ovutil import (
+    check_shape_function, compare, edited_ir, irrun_infer_all, model, openvino_refuses, param, save,
+    set_parameter_dims, tensor_type
+)
 import irrun
-from irrun.errors import ShapeError
-from irrun.etypes import from_dtype
-from irrun.registry import TensorType, implementation
-from irrun.shapes import Dim, format_shape
-from irrun.spec import all_specs, parse_attrs
+from irrun.shapes import format_shape
 
 D = ov.Dimension
 F16 = dict(rtol=2e-3, atol=2e-3)
@@ -32,91 +31,13 @@ def with_parameter_shape(m: ov.Model, tmp_path, index: int, dims: list[int]) -> 
     xml = save(m, tmp_path)
     tree = etree.parse(str(xml))
     root = tree.getroot()
-    layer = [la for la in root.iter("layer") if la.get("type") == "Parameter"][index]
-    layer.find("data").set("shape", ",".join(map(str, dims)))
-
-    def set_dims(port):
-        for old in port.findall("dim"):
-            port.remove(old)
-        for d in dims:
-            etree.SubElement(port, "dim").text = str(d)
-    set_dims(layer.find("output").find("port"))
-    for e in root.iter("edge"):
-        if e.get("from-layer") == layer.get("id"):
-            target = next(la for la in root.iter("layer") if la.get("id") == e.get("to-layer"))
-            set_dims(next(pt for pt in target.find("input").findall("port") if pt.get("id") == e.get("to-port")))
+    set_parameter_dims(root, [la for la in root.iter("layer") if la.get("type") == "Parameter"][index], dims)
     tree.write(str(xml))
     return xml
 
 
 def rng(seed=0):
     return np.random.default_rng(seed)
-
-
-def param(shape, dtype=np.float32, name=None):
-    p = ov.op.Parameter(ov.Type(np.dtype(dtype)),
-                        ov.PartialShape.dynamic() if shape is None else ov.PartialShape(shape))
-    if name:
-        p.set_friendly_name(name)
-    return p
-
-
-def model(node, *params) -> ov.Model:
-    return ov.Model(node.outputs(), list(params))
-
-
-def irrun_infer(type_name, version, attrs, inputs) -> list[TensorType]:
-    spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(spec, {k: str(v).lower() if isinstance(v, bool) else
-                                          ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
-                                          for k, v in attrs.items()})
-    assert not problems, problems
-    return implementation(type_name, version)(spec, parsed).infer(inputs)
-
-
-def as_dim(d):
-    if isinstance(d, int):
-        return Dim() if d == -1 else d
-    if d.is_static:
-        return d.get_length()
-    return Dim(d.get_min_length(), None if d.get_max_length() == -1 else d.get_max_length())
-
-
-def as_type(shape, dtype=np.float32, value=None) -> TensorType:
-    return TensorType(None if shape is None else tuple(as_dim(d) for d in shape), from_dtype(dtype),
-                      None if value is None else np.asarray(value))
-
-
-def ov_shape(output) -> str:
-    ps = output.get_partial_shape()
-    return "[...]" if ps.rank.is_dynamic else str(ps).replace(" ", "")
-
-
-def check_shapes(node, type_name, version, attrs, inputs):
-    """irrun's shape function gives every output shape and type OpenVINO's node has."""
-    got = irrun_infer(type_name, version, attrs, inputs)
-    assert [format_shape(t.shape) for t in got] == [ov_shape(o) for o in node.outputs()]
-    assert [t.etype.name for t in got] == [o.get_element_type().get_type_name() for o in node.outputs()]
-
-
-def layer_of(root, type_name):
-    return next(layer for layer in root.iter("layer") if layer.get("type") == type_name)
-
-
-def openvino_refuses(xml: Path) -> bool:
-    try:
-        ov.Core().read_model(str(xml))
-    except RuntimeError:
-        return True
-    return False
-
-
-def edited_ir(m: ov.Model, tmp_path, type_name, edit) -> Path:
-    xml = save(m, tmp_path)
-    tree = etree.parse(str(xml))
-    edit(layer_of(tree.getroot(), type_name))
-    tree.write(str(xml))
-    return xml
 
 
 # ---------------------------------------------------------------- RegionYolo
@@ -141,7 +62,7 @@ def test_region_yolo(case, dtype, tmp_path):
     x = param(shape, dtype)
     node = ops1.region_yolo(x, coords, classes, num, softmax, mask, axis, end_axis, [1.0, 2.0])
     data = (rng(1).standard_normal(shape) * 4).astype(dtype)
-    compare(model(node, x), [data], tmp_path, **(F16 if dtype == np.float16 else {}))
+    compare(model(node, [x]), [data], tmp_path, **(F16 if dtype == np.float16 else {}))
 
 
 @pytest.mark.parametrize("softmax, axis, end_axis, shape", [
@@ -149,16 +70,15 @@ def test_region_yolo(case, dtype, tmp_path):
     (True, 1, 3, None), (False, 1, 3, None), (True, 2, 3, [2, D(8, 40), D(2, 4), 5]),
 ])
 def test_region_yolo_shape_function(softmax, axis, end_axis, shape):
-    x = param(shape)
-    node = ops1.region_yolo(x, 4, 3, 5, softmax, [0, 2], axis, end_axis)
     attrs = dict(coords=4, classes=3, num=5, do_softmax=softmax, mask=[0, 2], axis=axis, end_axis=end_axis)
-    check_shapes(node, "RegionYolo", 1, attrs, [as_type(shape)])
+    check_shape_function(lambda x: ops1.region_yolo(x, 4, 3, 5, softmax, [0, 2], axis, end_axis), "RegionYolo", 1,
+                         attrs, [param(shape)], all_outputs=True)
 
 
 def test_region_yolo_dynamic_input(tmp_path):
     x = param([-1, 16, -1, -1])
     node = ops1.region_yolo(x, 4, 3, 2, True, [], 1, 3)
-    compare(model(node, x), [rng(2).standard_normal((2, 16, 3, 4)).astype(np.float32)], tmp_path)
+    compare(model(node, [x]), [rng(2).standard_normal((2, 16, 3, 4)).astype(np.float32)], tmp_path)
 
 
 # ---------------------------------------------------------------- ReorgYolo
@@ -169,12 +89,12 @@ def test_region_yolo_dynamic_input(tmp_path):
 def test_reorg_yolo(shape, stride, dtype, tmp_path):
     x = param(shape, dtype)
     data = rng(3).integers(0, 100, shape).astype(dtype)
-    compare(model(ops2.reorg_yolo(x, [stride]), x), [data], tmp_path)
+    compare(model(ops2.reorg_yolo(x, [stride]), [x]), [data], tmp_path)
 
 
 def test_reorg_yolo_dynamic_input(tmp_path):
     x = param([-1, 8, -1, -1])
-    compare(model(ops2.reorg_yolo(x, [2]), x), [rng(4).standard_normal((2, 8, 6, 4)).astype(np.float32)], tmp_path)
+    compare(model(ops2.reorg_yolo(x, [2]), [x]), [rng(4).standard_normal((2, 8, 6, 4)).astype(np.float32)], tmp_path)
 
 
 @pytest.mark.parametrize("shape, stride", [
@@ -182,14 +102,8 @@ def test_reorg_yolo_dynamic_input(tmp_path):
     ([1, 3, 4, 4], 2), ([1, 8, 5, 4], 2),
 ])
 def test_reorg_yolo_shape_function(shape, stride):
-    x = param(shape)
-    try:
-        node = ops2.reorg_yolo(x, [stride])
-    except RuntimeError:
-        with pytest.raises(ShapeError):
-            irrun_infer("ReorgYolo", 2, {"stride": stride}, [as_type(shape)])
-        return
-    check_shapes(node, "ReorgYolo", 2, {"stride": stride}, [as_type(shape)])
+    check_shape_function(lambda x: ops2.reorg_yolo(x, [stride]), "ReorgYolo", 2, {"stride": stride}, [param(shape)],
+                         all_outputs=True)
 
 
 # ---------------------------------------------------------------- ROIPooling
@@ -217,7 +131,7 @@ def test_roi_pooling(method, pooled, scale, tmp_path):
     feat = r.standard_normal((2, 5, 9, 11)).astype(np.float32)
     rois = roi_rows(7, 2, 9, 11, r, scale) if method == "max" else normalized_rows(7, 2, r)
     x, b = param(feat.shape), param(rois.shape)
-    compare(model(ops2.roi_pooling(x, b, pooled, scale, method), x, b), [feat, rois], tmp_path)
+    compare(model(ops2.roi_pooling(x, b, pooled, scale, method), [x, b]), [feat, rois], tmp_path)
 
 
 @pytest.mark.parametrize("method", ["max", "bilinear"])
@@ -230,7 +144,7 @@ def test_roi_pooling_adversarial_rois(method, tmp_path):
     if method == "bilinear":
         rois[:, 1:] = rois[:, 1:] / 6
     x, b = param(feat.shape), param(rois.shape)
-    compare(model(ops2.roi_pooling(x, b, [3, 2], 1.0, method), x, b), [feat, rois], tmp_path)
+    compare(model(ops2.roi_pooling(x, b, [3, 2], 1.0, method), [x, b]), [feat, rois], tmp_path)
 
 
 @pytest.mark.parametrize("dtype", [np.float16])
@@ -239,14 +153,14 @@ def test_roi_pooling_f16(dtype, tmp_path):
     feat = r.standard_normal((1, 4, 8, 8)).astype(dtype)
     rois = roi_rows(5, 1, 8, 8, r).astype(dtype)
     x, b = param(feat.shape, dtype), param(rois.shape, dtype)
-    compare(model(ops2.roi_pooling(x, b, [2, 3], 1.0, "max"), x, b), [feat, rois], tmp_path, **F16)
+    compare(model(ops2.roi_pooling(x, b, [2, 3], 1.0, "max"), [x, b]), [feat, rois], tmp_path, **F16)
 
 
 def test_roi_pooling_dynamic_rois(tmp_path):
     r = rng(8)
     feat = r.standard_normal((2, 3, 8, 8)).astype(np.float32)
     x, b = param([-1, 3, -1, -1]), param([-1, 5])
-    compare(model(ops2.roi_pooling(x, b, [2, 2], 0.5, "max"), x, b), [feat, roi_rows(4, 2, 8, 8, r, 0.5)], tmp_path)
+    compare(model(ops2.roi_pooling(x, b, [2, 2], 0.5, "max"), [x, b]), [feat, roi_rows(4, 2, 8, 8, r, 0.5)], tmp_path)
 
 
 @pytest.mark.parametrize("output_size", ["2, 2", None])
@@ -262,7 +176,7 @@ def test_roi_pooling_pooled_size_attributes(output_size, tmp_path):
         else:
             data.set("output_size", output_size)
         data.set("output_roi", "7, 7")
-    xml = edited_ir(model(ops2.roi_pooling(x, b, [3, 4], 1.0, "max"), x, b), tmp_path, "ROIPooling", edit)
+    xml = edited_ir(model(ops2.roi_pooling(x, b, [3, 4], 1.0, "max"), [x, b]), tmp_path, "ROIPooling", edit=edit)
     expected = ov.Core().compile_model(str(xml), "CPU")([feat, rois])[0]
     got = next(iter(irrun.load(xml).infer([feat, rois]).values()))
     assert got.shape == expected.shape == (1, 2, 3, 4)
@@ -292,7 +206,7 @@ def test_psroi_pooling(case, tmp_path):
     rois[:, 0] = r.integers(0, 2, 6)
     x, b = param(feat.shape), param(rois.shape)
     node = ops1.psroi_pooling(x, b, dim, group, scale, bx, by, mode)
-    compare(model(node, x, b), [feat, rois], tmp_path)
+    compare(model(node, [x, b]), [feat, rois], tmp_path)
 
 
 @pytest.mark.parametrize("mode", ["average", "bilinear"])
@@ -305,7 +219,7 @@ def test_psroi_pooling_adversarial_rois(mode, tmp_path):
         rois[:, 1:] /= 5
     x, b = param(feat.shape), param(rois.shape)
     node = ops1.psroi_pooling(x, b, 2, 2, 1.0, 2, 2, mode)
-    compare(model(node, x, b), [feat, rois], tmp_path)
+    compare(model(node, [x, b]), [feat, rois], tmp_path)
 
 
 def test_psroi_pooling_f16(tmp_path):
@@ -313,7 +227,7 @@ def test_psroi_pooling_f16(tmp_path):
     feat = r.standard_normal((1, 8, 6, 6)).astype(np.float16)
     rois = roi_rows(4, 1, 6, 6, r).astype(np.float16)
     x, b = param(feat.shape, np.float16), param(rois.shape, np.float16)
-    compare(model(ops1.psroi_pooling(x, b, 2, 2, 1.0, 1, 1, "average"), x, b), [feat, rois], tmp_path, **F16)
+    compare(model(ops1.psroi_pooling(x, b, 2, 2, 1.0, 1, 1, "average"), [x, b]), [feat, rois], tmp_path, **F16)
 
 
 @pytest.mark.parametrize("mode, channels, shape", [
@@ -321,16 +235,9 @@ def test_psroi_pooling_f16(tmp_path):
     ("bilinear", 7, [1, 7, 5, 5]), ("average", 12, None),
 ])
 def test_psroi_pooling_shape_function(mode, channels, shape):
-    x, b = param(shape), param([-1, 5])
     attrs = dict(output_dim=3, group_size=2, spatial_scale=1.0, mode=mode, spatial_bins_x=2, spatial_bins_y=4)
-    inputs = [as_type(shape), as_type([-1, 5])]
-    try:
-        node = ops1.psroi_pooling(x, b, 3, 2, 1.0, 2, 4, mode)
-    except RuntimeError:
-        with pytest.raises(ShapeError, match="channels"):
-            irrun_infer("PSROIPooling", 1, attrs, inputs)
-        return
-    check_shapes(node, "PSROIPooling", 1, attrs, inputs)
+    check_shape_function(lambda x, b: ops1.psroi_pooling(x, b, 3, 2, 1.0, 2, 4, mode), "PSROIPooling", 1, attrs,
+                         [param(shape), param([-1, 5])], all_outputs=True, refusal="channels")
 
 
 # ---------------------------------------------------------------- DeformablePSROIPooling
@@ -361,7 +268,7 @@ def test_deformable_psroi_pooling(case, tmp_path):
         inputs.append(r.uniform(-1, 1, (5, 2 * classes, part, part)).astype(np.float32))
     node = ops1.deformable_psroi_pooling(x, b, dim, scale, group, "bilinear_deformable", bx, by, std, part,
                                          offsets=offsets)
-    compare(model(node, *params), inputs, tmp_path)
+    compare(model(node, params), inputs, tmp_path)
 
 
 def test_deformable_psroi_pooling_adversarial_rois(tmp_path):
@@ -371,7 +278,7 @@ def test_deformable_psroi_pooling_adversarial_rois(tmp_path):
     offsets = rng(15).uniform(-2, 2, (8, 2, 2, 2)).astype(np.float32)
     x, b, o = param(feat.shape), param(rois.shape), param(offsets.shape)
     node = ops1.deformable_psroi_pooling(x, b, 2, 1.0, 2, "bilinear_deformable", 2, 2, 0.5, 2, offsets=o)
-    compare(model(node, x, b, o), [feat, rois, offsets], tmp_path)
+    compare(model(node, [x, b, o]), [feat, rois, offsets], tmp_path)
 
 
 def test_deformable_psroi_pooling_f16(tmp_path):
@@ -380,7 +287,7 @@ def test_deformable_psroi_pooling_f16(tmp_path):
     rois = roi_rows(4, 1, 6, 6, r).astype(np.float16)
     x, b = param(feat.shape, np.float16), param(rois.shape, np.float16)
     node = ops1.deformable_psroi_pooling(x, b, 2, 1.0, 2, "bilinear_deformable", 2, 2)
-    compare(model(node, x, b), [feat, rois], tmp_path, **F16)
+    compare(model(node, [x, b]), [feat, rois], tmp_path, **F16)
 
 
 @pytest.mark.parametrize("shape, rois, offsets", [
@@ -388,19 +295,10 @@ def test_deformable_psroi_pooling_f16(tmp_path):
     ([1, 8, 5], [3, 5], None), ([1, 8, 5, 5], [3, 5], [3, 2, 2]),
 ])
 def test_deformable_psroi_pooling_shape_function(shape, rois, offsets):
-    args = [param(shape), param(rois)]
-    kw = {}
-    if offsets is not None:
-        kw["offsets"] = param(offsets)
-    inputs = [as_type(shape), as_type(rois)] + ([as_type(offsets)] if offsets is not None else [])
+    args = [param(shape), param(rois)] + ([param(offsets)] if offsets is not None else [])
     attrs = dict(output_dim=2, spatial_scale=1.0, group_size=2)
-    try:
-        node = ops1.deformable_psroi_pooling(*args, 2, 1.0, 2, **kw)
-    except RuntimeError:
-        with pytest.raises(ShapeError):
-            irrun_infer("DeformablePSROIPooling", 1, attrs, inputs)
-        return
-    check_shapes(node, "DeformablePSROIPooling", 1, attrs, inputs)
+    check_shape_function(lambda x, b, o=None: ops1.deformable_psroi_pooling(x, b, 2, 1.0, 2, offsets=o),
+                         "DeformablePSROIPooling", 1, attrs, args, all_outputs=True)
 
 
 # ---------------------------------------------------------------- ROIAlignRotated
@@ -424,7 +322,7 @@ def test_roi_align_rotated(clockwise, pooled, ratio, scale, tmp_path):
     idx = r.integers(0, 2, 6).astype(np.int32)
     x, b, i = param(feat.shape), param(rois.shape), param(idx.shape, np.int32)
     node = ops15.roi_align_rotated(x, b, i, pooled[0], pooled[1], ratio, scale, clockwise)
-    compare(model(node, x, b, i), [feat, rois, idx], tmp_path)
+    compare(model(node, [x, b, i]), [feat, rois, idx], tmp_path)
 
 
 def test_roi_align_rotated_adversarial(tmp_path):
@@ -436,7 +334,7 @@ def test_roi_align_rotated_adversarial(tmp_path):
     idx = np.array([0, 1, 1, 0, 1, 0], np.int64)
     x, b, i = param([-1, 2, -1, -1]), param([-1, 5]), param([-1], np.int64)
     node = ops15.roi_align_rotated(x, b, i, 3, 2, 0, 1.0, True)
-    compare(model(node, x, b, i), [feat, rois, idx], tmp_path)
+    compare(model(node, [x, b, i]), [feat, rois, idx], tmp_path)
 
 
 def test_roi_align_rotated_f16(tmp_path):
@@ -447,7 +345,7 @@ def test_roi_align_rotated_f16(tmp_path):
     idx = np.zeros(4, np.int32)
     x, b, i = param(feat.shape, np.float16), param(rois.shape, np.float16), param(idx.shape, np.int32)
     node = ops15.roi_align_rotated(x, b, i, 2, 2, 2, 1.0, False)
-    compare(model(node, x, b, i), [feat, rois, idx], tmp_path, **F16)
+    compare(model(node, [x, b, i]), [feat, rois, idx], tmp_path, **F16)
 
 
 # ---------------------------------------------------------------- NMSRotated
@@ -470,7 +368,7 @@ def nms_rotated_model(batches, classes, count, max_out, iou, score_thr, sort=Tru
     s = param([-1, -1, -1] if dynamic else [batches, classes, count], dtype)
     node = ops13.nms_rotated(b, s, ops1.constant(np.int64(max_out)), ops1.constant(np.dtype(dtype).type(iou)),
                              ops1.constant(np.dtype(dtype).type(score_thr)), sort, output_type, clockwise)
-    return model(node, b, s)
+    return model(node, [b, s])
 
 
 @pytest.mark.parametrize("sort, clockwise", [(True, True), (False, True), (True, False)])
@@ -531,14 +429,7 @@ def test_nms_rotated_shape_function(boxes, scores, max_out):
     import openvino.opset13 as ops13
     args = [param(boxes), param(scores), ops1.constant(np.int64(max_out)), ops1.constant(np.float32(0.5)),
             ops1.constant(np.float32(0))]
-    inputs = [as_type(boxes), as_type(scores), as_type([], np.int64, max_out), as_type([]), as_type([])]
-    try:
-        node = ops13.nms_rotated(*args)
-    except RuntimeError:
-        with pytest.raises(ShapeError):
-            irrun_infer("NMSRotated", 13, {}, inputs)
-        return
-    check_shapes(node, "NMSRotated", 13, {}, inputs)
+    check_shape_function(ops13.nms_rotated, "NMSRotated", 13, {}, args, all_outputs=True)
 
 
 # ---------------------------------------------------------------- MatrixNms and MulticlassNms
@@ -562,7 +453,7 @@ def matrix_nms_model(shape, dtype=np.float32, dynamic=False, **attrs):
     batches, classes, count = shape
     b = param([-1, -1, 4] if dynamic else [batches, count, 4], dtype)
     s = param([-1, -1, -1] if dynamic else [batches, classes, count], dtype)
-    return model(ops8.matrix_nms(b, s, **attrs), b, s)
+    return model(ops8.matrix_nms(b, s, **attrs), [b, s])
 
 
 MATRIX_CASES = {
@@ -614,12 +505,12 @@ def multiclass_model(version, shape, dtype=np.float32, dynamic=False, roisnum=No
         b = param([-1, -1, 4] if dynamic else [classes, count, 4], dtype)
         s = param([-1, -1] if dynamic else [classes, count], dtype)
         n = param([-1] if dynamic else [roisnum], np.int32)
-        return model(ops9.multiclass_nms(b, s, n, **attrs), b, s, n)
+        return model(ops9.multiclass_nms(b, s, n, **attrs), [b, s, n])
     batches, classes, count = shape
     b = param([-1, -1, 4] if dynamic else [batches, count, 4], dtype)
     s = param([-1, -1, -1] if dynamic else [batches, classes, count], dtype)
     build = ops8.multiclass_nms if version == 8 else ops9.multiclass_nms
-    return model(build(b, s, **attrs), b, s)
+    return model(build(b, s, **attrs), [b, s])
 
 
 MULTICLASS_CASES = {
@@ -707,21 +598,15 @@ def test_multiclass_nms_shape_function(op, boxes, scores, attrs):
     build = {"MatrixNms-8": ops8.matrix_nms, "MulticlassNms-8": ops8.multiclass_nms,
              "MulticlassNms-9": ops9.multiclass_nms}[op]
     type_name, version = op.split("-")
-    inputs = [as_type(boxes), as_type(scores)]
-    try:
-        node = build(param(boxes), param(scores), **attrs)
-    except RuntimeError:
-        with pytest.raises(ShapeError):
-            irrun_infer(type_name, int(version), attrs, inputs)
-        return
-    check_shapes(node, type_name, int(version), attrs, inputs)
+    check_shape_function(lambda b, s: build(b, s, **attrs), type_name, int(version), attrs,
+                         [param(boxes), param(scores)], all_outputs=True)
 
 
 @pytest.mark.parametrize("type_name, version", [("MatrixNms", 8), ("MulticlassNms", 8), ("MulticlassNms", 9)])
 def test_multiclass_nms_scores_of_unknown_rank(type_name, version):
     """OpenVINO's MulticlassNms shape inference fails on it ("Accessing out-of-range dimension"); irrun
     gives dynamic rows, as OpenVINO's MatrixNms does (and MulticlassNms's rule for an unknown scores rank)."""
-    got = irrun_infer(type_name, version, {}, [as_type([2, 10, 4]), as_type(None)])
+    got = irrun_infer_all(type_name, version, {}, [tensor_type([2, 10, 4]), tensor_type(None)])
     images = "[2]" if type_name == "MatrixNms" else "[?]"
     assert [format_shape(t.shape) for t in got] == ["[?,6]", "[?,1]", images]
 
@@ -733,14 +618,8 @@ def test_multiclass_nms_scores_of_unknown_rank(type_name, version):
 @pytest.mark.parametrize("attrs", [{}, dict(nms_top_k=5, keep_top_k=8)])
 def test_multiclass_nms_roisnum_shape_function(boxes, scores, roisnum, attrs):
     import openvino.opset9 as ops9
-    inputs = [as_type(boxes), as_type(scores), as_type(roisnum, np.int32)]
-    try:
-        node = ops9.multiclass_nms(param(boxes), param(scores), param(roisnum, np.int32), **attrs)
-    except RuntimeError:
-        with pytest.raises(ShapeError):
-            irrun_infer("MulticlassNms", 9, attrs, inputs)
-        return
-    check_shapes(node, "MulticlassNms", 9, attrs, inputs)
+    check_shape_function(lambda b, s, n: ops9.multiclass_nms(b, s, n, **attrs), "MulticlassNms", 9, attrs,
+                         [param(boxes), param(scores), param(roisnum, np.int32)], all_outputs=True)
 
 
 # ---------------------------------------------------------------- GenerateProposals and ExperimentalDetectron*
@@ -789,7 +668,7 @@ def test_generate_proposals(case, roi_num_type, tmp_path):
     im_info = im_info[:, :info_values]
     params = [param(a.shape) for a in (im_info, anchors, deltas, scores)]
     node = ops9.generate_proposals(*params, min_size, nms, pre, post, normalized=normalized, roi_num_type=roi_num_type)
-    compare(model(node, *params), [im_info, anchors, deltas, scores], tmp_path)
+    compare(model(node, params), [im_info, anchors, deltas, scores], tmp_path)
 
 
 def test_generate_proposals_dynamic_f16(tmp_path):
@@ -799,7 +678,7 @@ def test_generate_proposals_dynamic_f16(tmp_path):
     params = [param([-1, 4], np.float16), param([-1, -1, -1, 4], np.float16), param([-1, -1, -1, -1], np.float16),
               param([-1, -1, -1, -1], np.float16)]
     node = ops9.generate_proposals(*params, 1.0, 0.6, 20, 8)
-    compare(model(node, *params), inputs, tmp_path, **F16)
+    compare(model(node, params), inputs, tmp_path, **F16)
 
 
 @pytest.mark.parametrize("shapes", [
@@ -810,15 +689,9 @@ def test_generate_proposals_dynamic_f16(tmp_path):
 ])
 def test_generate_proposals_shape_function(shapes):
     import openvino.opset9 as ops9
-    inputs = [as_type(s) for s in shapes]
     attrs = dict(min_size=0.0, nms_threshold=0.5, pre_nms_count=10, post_nms_count=6)
-    try:
-        node = ops9.generate_proposals(*[param(s) for s in shapes], 0.0, 0.5, 10, 6)
-    except RuntimeError:
-        with pytest.raises(ShapeError):
-            irrun_infer("GenerateProposals", 9, attrs, inputs)
-        return
-    check_shapes(node, "GenerateProposals", 9, attrs, inputs)
+    check_shape_function(lambda *a: ops9.generate_proposals(*a, 0.0, 0.5, 10, 6), "GenerateProposals", 9, attrs,
+                         [param(s) for s in shapes], all_outputs=True)
 
 
 @pytest.mark.parametrize("min_size, nms, pre, post", [(0.0, 0.7, 30, 10), (0.0, 0.5, 60, 60), (5.0, 0.5, 25, 50),
@@ -833,7 +706,7 @@ def test_ed_generate_proposals_single_image(min_size, nms, pre, post, tmp_path):
     params = [param(a.shape) for a in inputs]
     node = ed_node("ExperimentalDetectronGenerateProposalsSingleImage", params,
                    dict(min_size=min_size, nms_threshold=nms, pre_nms_count=pre, post_nms_count=post))
-    compare(model(node, *params), inputs, tmp_path)
+    compare(model(node, params), inputs, tmp_path)
 
 
 def detection_output_inputs(rois_count, classes, rng_):
@@ -863,7 +736,7 @@ def test_ed_detection_output(case, tmp_path):
     attrs = dict(max_delta_log_wh=2.0, num_classes=classes, deltas_weights=[10.0, 10.0, 5.0, 5.0],
                  class_agnostic_box_regression=False) | ED_DETECTION_CASES[case]
     node = ed_node("ExperimentalDetectronDetectionOutput", params, attrs)
-    compare(model(node, *params), inputs, tmp_path)
+    compare(model(node, params), inputs, tmp_path)
 
 
 @pytest.mark.parametrize("flatten", [True, False])
@@ -875,7 +748,7 @@ def test_ed_prior_grid_generator(flatten, strides, tmp_path):
               np.zeros((1, 3, 30, 41), np.float32)]
     node = ed_node("ExperimentalDetectronPriorGridGenerator", params,
                    dict(flatten=flatten, h=0, w=0, stride_x=strides[0], stride_y=strides[1]))
-    compare(model(node, *params), inputs, tmp_path)
+    compare(model(node, params), inputs, tmp_path)
 
 
 @pytest.mark.parametrize("aligned", [False, True])
@@ -890,7 +763,7 @@ def test_ed_roi_feature_extractor(aligned, ratio, size, tmp_path):
     params = [param(rois.shape)] + [param(m.shape) for m in maps]
     node = ed_node("ExperimentalDetectronROIFeatureExtractor", params,
                    dict(output_size=size, sampling_ratio=ratio, pyramid_scales=[4, 8, 16, 32], aligned=aligned))
-    compare(model(node, *params), [rois] + maps, tmp_path)
+    compare(model(node, params), [rois] + maps, tmp_path)
 
 
 @pytest.mark.parametrize("count, max_rois", [(10, 4), (6, 6), (1, 1)])
@@ -899,7 +772,7 @@ def test_ed_topk_rois(count, max_rois, tmp_path):
     rois, probs = r.uniform(0, 50, (count, 4)).astype(np.float32), distinct_scores((count,), r)
     params = [param([-1, 4]), param([-1])]
     node = ed_node("ExperimentalDetectronTopKROIs", params, dict(max_rois=max_rois))
-    compare(model(node, *params), [rois, probs], tmp_path)
+    compare(model(node, params), [rois, probs], tmp_path)
 
 
 def test_ed_roi_feature_extractor_f16(tmp_path):
@@ -909,7 +782,7 @@ def test_ed_roi_feature_extractor_f16(tmp_path):
     params = [param(rois.shape, np.float16)] + [param(m.shape, np.float16) for m in maps]
     node = ed_node("ExperimentalDetectronROIFeatureExtractor", params,
                    dict(output_size=2, sampling_ratio=2, pyramid_scales=[4, 8], aligned=False))
-    compare(model(node, *params), [rois] + maps, tmp_path, **F16)
+    compare(model(node, params), [rois] + maps, tmp_path, **F16)
 
 
 @pytest.mark.parametrize("type_name, inputs, attrs", [
@@ -944,14 +817,8 @@ def test_ed_roi_feature_extractor_f16(tmp_path):
      dict(num_classes=3, max_detections_per_image=7)),
 ])
 def test_ed_shape_functions(type_name, inputs, attrs):
-    shapes = [as_type(s) for s in inputs]
-    try:
-        node = ed_node(type_name, [param(s) for s in inputs], attrs)
-    except RuntimeError:
-        with pytest.raises(ShapeError):
-            irrun_infer(type_name, 6, attrs, shapes)
-        return
-    check_shapes(node, type_name, 6, attrs, shapes)
+    check_shape_function(lambda *a: ed_node(type_name, a, attrs), type_name, 6, attrs, [param(s) for s in inputs],
+                         all_outputs=True)
 
 
 # ---------------------------------------------------------------- versions, validate
@@ -961,16 +828,16 @@ def test_version_redirects(tmp_path):
     "extension" read as opset6 (OpenVINO's IR reader agrees)."""
     x = param([1, 8, 4, 4])
     data = rng(36).standard_normal((1, 8, 4, 4)).astype(np.float32)
-    xml = edited_ir(model(ops2.reorg_yolo(x, [2]), x), tmp_path / "reorg", "ReorgYolo",
-                    lambda layer: layer.set("version", "opset1"))
+    xml = edited_ir(model(ops2.reorg_yolo(x, [2]), [x]), tmp_path / "reorg", "ReorgYolo",
+                    edit=lambda layer: layer.set("version", "opset1"))
     expected = ov.Core().compile_model(str(xml), "CPU")([data])[0]
     np.testing.assert_array_equal(next(iter(irrun.load(xml).infer([data]).values())), expected)
     rois, probs = rng(37).uniform(0, 9, (6, 4)).astype(np.float32), distinct_scores((6,), rng(37))
     for version in ("experimental", "extension"):
         params = [param([6, 4]), param([6])]
         node = ed_node("ExperimentalDetectronTopKROIs", params, dict(max_rois=3))
-        xml = edited_ir(model(node, *params), tmp_path / version, "ExperimentalDetectronTopKROIs",
-                        lambda layer: layer.set("version", version))
+        xml = edited_ir(model(node, params), tmp_path / version, "ExperimentalDetectronTopKROIs",
+                        edit=lambda layer: layer.set("version", version))
         assert not openvino_refuses(xml)
         assert irrun.validate(xml).ok
         np.testing.assert_array_equal(next(iter(irrun.load(xml).infer([rois, probs]).values())),
@@ -979,11 +846,11 @@ def test_version_redirects(tmp_path):
 
 def test_region_yolo_declared_shape(tmp_path):
     x = param([1, 16, 3, 4])
-    m = model(ops1.region_yolo(x, 4, 3, 2, True, [], 1, 3), x)
+    m = model(ops1.region_yolo(x, 4, 3, 2, True, [], 1, 3), [x])
 
     def edit(layer):
         layer.find("output").find("port").findall("dim")[1].text = "200"
-    xml = edited_ir(m, tmp_path, "RegionYolo", edit)
+    xml = edited_ir(m, tmp_path, "RegionYolo", edit=edit)
     problems = irrun.validate(xml).errors
     assert [(e.code, e.layer.type) for e in problems][:1] == [("E-DECLARED-SHAPE", "RegionYolo")]
 
@@ -993,7 +860,7 @@ def test_multiclass_nms_declared_rows_beyond_the_bound(tmp_path):
 
     def edit(layer):
         layer.find("output").find("port").findall("dim")[0].text = "9"
-    problems = irrun.validate(edited_ir(m, tmp_path, "MulticlassNms", edit)).errors
+    problems = irrun.validate(edited_ir(m, tmp_path, "MulticlassNms", edit=edit)).errors
     assert [(e.code, e.layer.type) for e in problems] == [("E-DECLARED-SHAPE", "MulticlassNms")]
 
 
@@ -1004,16 +871,16 @@ def test_inconsistent_operands_name_the_layer(case, tmp_path):
     import openvino.opset9 as ops9
     if case == "roi-pooling-rois":
         x, b = param([1, 3, 8, 8]), param([2, 5])
-        m, type_name, index, dims = model(ops2.roi_pooling(x, b, [2, 2], 1.0), x, b), "ROIPooling", 1, [2, 4]
+        m, type_name, index, dims = model(ops2.roi_pooling(x, b, [2, 2], 1.0), [x, b]), "ROIPooling", 1, [2, 4]
     elif case == "psroi-channels":
         x, b = param([1, 8, 8, 8]), param([2, 5])
-        m, type_name, index, dims = model(ops1.psroi_pooling(x, b, 2, 2, 1.0, 1, 1, "average"), x, b), \
+        m, type_name, index, dims = model(ops1.psroi_pooling(x, b, 2, 2, 1.0, 1, 1, "average"), [x, b]), \
             "PSROIPooling", 0, [1, 9, 8, 8]
     elif case == "nms-rotated-boxes":
         m, type_name, index, dims = nms_rotated_model(1, 2, 6, 3, 0.5, 0.0), "NMSRotated", 0, [1, 6, 4]
     elif case == "generate-anchors":
         params = [param(s) for s in ([1, 3], [4, 5, 3, 4], [1, 12, 4, 5], [1, 3, 4, 5])]
-        m, type_name, index, dims = model(ops9.generate_proposals(*params, 0.0, 0.5, 10, 5), *params), \
+        m, type_name, index, dims = model(ops9.generate_proposals(*params, 0.0, 0.5, 10, 5), params), \
             "GenerateProposals", 1, [4, 2, 3, 4]
     else:
         m, type_name, index, dims = multiclass_model(9, (2, 3, 10)), "MulticlassNms", 1, [2, 3, 9]

@@ -19,7 +19,7 @@ import openvino.opset1 as ops
 import pytest
 from irxml import edge, layer, net, port, write
 from openvino.utils.node_factory import NodeFactory
-from ovutil import assert_close, compare, evaluate_reference, run_openvino, save
+from ovutil import assert_close, compare, evaluate_reference, irrun_outputs, run_openvino, save
 
 import irrun
 from irrun.etypes import boolean, f32, from_precision
@@ -90,10 +90,6 @@ def make_op(op_type: str, version: int = 1, **attrs):
     parsed, problems = parse_attrs(spec, {k: str(v) for k, v in attrs.items()})
     assert not problems
     return implementation(op_type, version)(spec, parsed)
-
-
-def irrun_outputs(m: ov.Model, inputs, tmp_path) -> list[np.ndarray]:
-    return list(irrun.load(save(m, tmp_path)).infer(list(inputs)).values())
 
 
 # ---------------------------------------------------------------- broadcasting: numpy, none, pdpd

@@ -16,7 +16,7 @@ import openvino.opset15 as ops15
 import openvino.opset16 as ops16
 import pytest
 
-from ovutil import check_shape_function, compare, run_openvino, save
+from ovutil import check_shape_function, compare, const, model_from_arrays, param, run_openvino, save
 from irxml import hand_ir
 import irrun
 from irrun.errors import IrrunError
@@ -48,43 +48,16 @@ def sample(shape, dtype):
     return RNG.standard_normal(shape).astype(dtype)
 
 
-def const(values, dtype):
-    values = np.asarray(values, dtype)
-    if values.size == 0:
-        return ov.op.Constant(ov.Type(values.dtype), ov.Shape(list(values.shape)), [])
-    return ov.op.Constant(values)
-
-
-def param(shape, dtype=np.float32):
-    shape = shape if isinstance(shape, ov.PartialShape) else ov.PartialShape(shape)
-    return ov.op.Parameter(ov.Type(np.dtype(dtype)), shape)
-
-
 def run_case(tmp_path, build, arrays, *, consts=(), dynamic=False, **kw):
     """`build(*nodes)` with a Parameter per array (a Const at the positions in `consts`; `dynamic`:
     every Parameter dim -1), compared with OpenVINO."""
-    model, feeds = _model(build, arrays, consts, dynamic)
+    model, feeds = model_from_arrays(build, arrays, consts=consts, dynamic=dynamic)
     return compare(model, feeds, tmp_path, **kw)
-
-
-def _model(build, arrays, consts=(), dynamic=False):
-    nodes, params, feeds = [], [], []
-    for i, a in enumerate(arrays):
-        a = np.asarray(a)
-        if i in consts:
-            nodes.append(const(a, a.dtype))
-            continue
-        p = param([-1] * a.ndim if dynamic else list(a.shape), a.dtype)
-        nodes.append(p)
-        params.append(p)
-        feeds.append(a)
-    node = build(*nodes)
-    return ov.Model(node.outputs(), params), feeds
 
 
 def refused_by_both(tmp_path, build, arrays, words, *, consts=()):
     """OpenVINO's CPU plugin fails, and irrun raises an error matching `words`."""
-    model, feeds = _model(build, arrays, consts)
+    model, feeds = model_from_arrays(build, arrays, consts=consts)
     xml = save(model, tmp_path)
     with pytest.raises(RuntimeError):
         run_openvino(xml, feeds)
@@ -94,7 +67,7 @@ def refused_by_both(tmp_path, build, arrays, words, *, consts=()):
 
 def refused_by_irrun(tmp_path, build, arrays, words, *, consts=()):
     """For inputs on which the CPU plugin crashes the process (so it is not run): irrun raises."""
-    model, feeds = _model(build, arrays, consts)
+    model, feeds = model_from_arrays(build, arrays, consts=consts)
     with pytest.raises(IrrunError, match=words):
         irrun.load(save(model, tmp_path)).infer(feeds)
 
@@ -264,7 +237,7 @@ def test_segments_unsorted_ids_follow_reference(tmp_path):
     the first one with id s, which is only right for sorted ids (and Model.evaluate has no kernel)."""
     table = np.arange(10, dtype=np.float32).reshape(5, 2)
     arrays = [table, np.array([0, 1, 2, 3], np.int32), np.array([2, 0, 1, 0], np.int32), np.array(3, np.int32)]
-    model, feeds = _model(segments_op, arrays, consts=(3,))
+    model, feeds = model_from_arrays(segments_op, arrays, consts=(3,))
     got = next(iter(irrun.load(save(model, tmp_path)).infer(feeds).values()))
     assert got.tolist() == [[8, 10], [4, 5], [0, 1]]
 
@@ -396,7 +369,7 @@ def test_segment_max_i64_zero_fill(tmp_path):
 def test_segment_max_i64_lowest_is_the_int64_lowest(tmp_path):
     """Hand-checked: the CPU plugin computes i64 in int32 and fills with -2**31; the spec (and
     OpenVINO's reference kernel) use the lowest value of the data type."""
-    model, feeds = _model(segment_max_op("lowest"), [np.array([5, 7], np.int64), np.array([0, 2], np.int32)])
+    model, feeds = model_from_arrays(segment_max_op("lowest"), [np.array([5, 7], np.int64), np.array([0, 2], np.int32)])
     got = next(iter(irrun.load(save(model, tmp_path)).infer(feeds).values()))
     assert got.dtype == np.int64 and got.tolist() == [5, np.iinfo(np.int64).min, 7]
 
@@ -434,8 +407,9 @@ def test_segment_max_bad_ids(ids, words, tmp_path):
 def test_segment_max_empty_data(tmp_path):
     """Hand-checked: no rows, 2 segments: both empty, so both get the fill value (the CPU plugin
     leaves the output uninitialised)."""
-    model, feeds = _model(segment_max_op("zero"), [np.zeros((0, 3), np.float32), np.zeros(0, np.int32),
-                                                     np.array(2, np.int32)], consts=(2,))
+    model, feeds = model_from_arrays(segment_max_op("zero"),
+                                     [np.zeros((0, 3), np.float32), np.zeros(0, np.int32), np.array(2, np.int32)],
+                                     consts=(2,))
     got = next(iter(irrun.load(save(model, tmp_path)).infer(feeds).values()))
     assert got.shape == (2, 3) and not got.any()
 
@@ -506,7 +480,7 @@ def test_sparse_fill_edge_cases(values, dense_shape, indices, tmp_path):
 def test_sparse_fill_constant_inputs_give_static_shapes(const_inputs, tmp_path):
     arrays = [np.array([1, 2, 3], np.float32), np.array([5, 3], np.int64), np.array([[4, 2], [0, 0], [4, 1]], np.int64),
               np.array(7, np.float32)]
-    model, _ = _model(sfer, arrays, consts=const_inputs)
+    model, _ = model_from_arrays(sfer, arrays, consts=const_inputs)
     irrun_model = irrun.load(save(model, tmp_path))
     assert [format_shape(o.shape) for o in irrun_model.outputs] == [str(o.get_partial_shape()) for o in model.outputs]
     run_case(tmp_path, sfer, arrays, consts=const_inputs)
@@ -531,7 +505,7 @@ def test_sparse_fill_column_outside_is_an_error(tmp_path):
     arrays = [np.array([1, 2], np.float32), np.array([3, 6], np.int32), np.array([[1, 1], [1, 9]], np.int32),
               np.array(0, np.float32)]
     with pytest.raises(RuntimeError):
-        _model(sfer, arrays, consts=(1, 2))
+        model_from_arrays(sfer, arrays, consts=(1, 2))
     refused_by_irrun(tmp_path, sfer, arrays, r"column 9 not in \[0, 5\]")
 
 
@@ -589,8 +563,9 @@ def test_one_hot_value_types(version, mode, value_type, tmp_path):
 def test_one_hot_small_index_types(index_type, tmp_path):
     """Hand-checked: OpenVINO accepts any integer index type but runs only i32 and i64 (the CPU
     plugin: "Only I32 is supported"; the reference: no kernel).  irrun runs them."""
-    model, feeds = _model(one_hot_op(1, 0), [np.array([2, 0, 7], index_type), np.array(3, np.int64),
-                                              np.array(5, np.int32), np.array(0, np.int32)], consts=(1, 2, 3))
+    model, feeds = model_from_arrays(one_hot_op(1, 0), [np.array([2, 0, 7], index_type), np.array(3, np.int64),
+                                                        np.array(5, np.int32), np.array(0, np.int32)],
+                                     consts=(1, 2, 3))
     got = next(iter(irrun.load(save(model, tmp_path)).infer(feeds).values()))
     assert got.tolist() == [[0, 5, 0], [0, 0, 0], [5, 0, 0]]
 

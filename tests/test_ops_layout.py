@@ -4,7 +4,6 @@ Differential runs (`compare`, several nodes per model to share one compile),
 the shape functions against OpenVINO's partial-shape inference, hand-checked
 values (the spec's formulas on tiny inputs, and inverse pairs), and validate.
 """
-from pathlib import Path
 
 import numpy as np
 import openvino as ov
@@ -12,15 +11,14 @@ import openvino.opset1 as ops1
 import openvino.opset2 as ops2
 import openvino.opset3 as ops3
 import pytest
-from lxml import etree
-from ovutil import compare, evaluate_reference, run_openvino, save
+from ovutil import (
+    compare, const, edited_ir, evaluate_reference, irrun_infer_all, model, only_output, ov_shape_text, param,
+    run_openvino, save, tensor_type
+)
 
 import irrun
 from irrun.errors import ShapeError
-from irrun.etypes import from_dtype
-from irrun.registry import TensorType, implementation
-from irrun.shapes import Dim, format_shape
-from irrun.spec import all_specs, parse_attrs
+from irrun.shapes import format_shape
 
 RNG = np.random.default_rng(3)
 D = ov.Dimension
@@ -32,23 +30,6 @@ def sample(shape, dtype=np.float32):
     if dtype.kind in "iu":
         return RNG.integers(0 if dtype.kind == "u" else -100, 100, shape).astype(dtype)
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def param(shape, dtype=np.float32):
-    return ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape(shape))
-
-
-def ints(values, dtype=np.int64):
-    return ops1.constant(np.asarray(values, dtype))
-
-
-def model(nodes, params) -> ov.Model:
-    return ov.Model([ops1.result(n) for n in nodes], list(params))
-
-
-def only(outputs: dict) -> np.ndarray:
-    (value,) = outputs.values()
-    return value
 
 
 # ---------------------------------------------------------------- DepthToSpace / SpaceToDepth
@@ -93,7 +74,7 @@ def test_space_to_depth_inverts_depth_to_space(mode, tmp_path):
     x = param([2, 18, 2, 3])
     node = ops1.space_to_depth(ops1.depth_to_space(x, mode, 3), mode, 3)
     data = sample([2, 18, 2, 3])
-    np.testing.assert_array_equal(only(compare(model([node], [x]), [data], tmp_path)), data)
+    np.testing.assert_array_equal(only_output(compare(model([node], [x]), [data], tmp_path)), data)
 
 
 def test_depth_and_space_dynamic_shapes(tmp_path):
@@ -120,8 +101,8 @@ def test_shuffle_channels(dtype, tmp_path):
 def test_shuffle_channels_hand_checked(tmp_path):
     """Six channels in 2 groups of 3: [0, 1, 2 | 3, 4, 5] -> [0, 3, 1, 4, 2, 5]."""
     x = param([1, 6])
-    got = only(compare(model([ops3.shuffle_channels(x, 1, 2)], [x]), [np.arange(6, dtype=np.float32)[None]],
-                       tmp_path))
+    got = only_output(compare(model([ops3.shuffle_channels(x, 1, 2)], [x]), [np.arange(6, dtype=np.float32)[None]],
+                              tmp_path))
     np.testing.assert_array_equal(got, [[0, 3, 1, 4, 2, 5]])
 
 
@@ -146,7 +127,7 @@ S2B_CASES = [([2, 6, 10, 3, 3], [1, 2, 4, 3, 1], [0, 0, 1, 0, 0], [0, 0, 1, 0, 0
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.float16, np.int64])
 def test_batch_to_space(dtype, tmp_path):
     params = [param(shape, dtype) for shape, *_ in B2S_CASES]
-    nodes = [ops2.batch_to_space(p, ints(b), ints(cb), ints(ce)) for p, (_, b, cb, ce) in zip(params, B2S_CASES)]
+    nodes = [ops2.batch_to_space(p, const(b), const(cb), const(ce)) for p, (_, b, cb, ce) in zip(params, B2S_CASES)]
     got = compare(model(nodes, params), [sample(shape, dtype) for shape, *_ in B2S_CASES], tmp_path)
     assert [v.shape for v in got.values()][:2] == [(2, 8), (2, 6, 10, 3, 3)]   # the spec's examples
 
@@ -154,7 +135,7 @@ def test_batch_to_space(dtype, tmp_path):
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.float16, np.int64])
 def test_space_to_batch(dtype, tmp_path):
     params = [param(shape, dtype) for shape, *_ in S2B_CASES]
-    nodes = [ops2.space_to_batch(p, ints(b), ints(pb), ints(pe)) for p, (_, b, pb, pe) in zip(params, S2B_CASES)]
+    nodes = [ops2.space_to_batch(p, const(b), const(pb), const(pe)) for p, (_, b, pb, pe) in zip(params, S2B_CASES)]
     got = compare(model(nodes, params), [sample(shape, dtype) for shape, *_ in S2B_CASES], tmp_path)
     assert next(iter(got.values())).shape == (48, 3, 3, 1, 3)   # the spec's example
 
@@ -164,24 +145,24 @@ def test_space_to_batch_block_spanning_padded_last_axis(tmp_path):
     than one row, the CPU plugin writes an input value where padding belongs ([1, 1, 2, 2], block 4 on
     the last axis, pads 1 and 1: CPU [0, 0, 1, 3, 2, 4, 3, 0], reference [0, 0, 1, 3, 2, 4, 0, 0])."""
     x = param([3, 1, 3, 2])
-    m = model([ops2.space_to_batch(x, ints([1, 2, 2, 4]), ints([0, 1, 0, 1]), ints([0, 0, 1, 1]))], [x])
+    m = model([ops2.space_to_batch(x, const([1, 2, 2, 4]), const([0, 1, 0, 1]), const([0, 0, 1, 1]))], [x])
     data = sample([3, 1, 3, 2])
-    got = only(compare(m, [data], tmp_path, oracle="reference"))
+    got = only_output(compare(m, [data], tmp_path, oracle="reference"))
     assert not np.array_equal(run_openvino(save(m, tmp_path), [data])[0], got)
 
 
 def test_batch_to_space_inverts_space_to_batch(tmp_path):
     x = param([2, 4, 6])
-    block, begin, end = ints([1, 2, 3], np.int32), ints([0, 1, 2], np.int32), ints([0, 1, 1], np.int32)
+    block, begin, end = const([1, 2, 3], np.int32), const([0, 1, 2], np.int32), const([0, 1, 1], np.int32)
     node = ops2.batch_to_space(ops2.space_to_batch(x, block, begin, end), block, begin, end)
     data = sample([2, 4, 6])
-    np.testing.assert_array_equal(only(compare(model([node], [x]), [data], tmp_path)), data)
+    np.testing.assert_array_equal(only_output(compare(model([node], [x]), [data], tmp_path)), data)
 
 
 def test_batch_space_dynamic_shapes(tmp_path):
     x, y = param([-1, 2, -1]), param([2, -1, 3])
-    nodes = [ops2.batch_to_space(x, ints([1, 2, 3]), ints([0, 0, 1]), ints([0, 1, 0])),
-             ops2.space_to_batch(y, ints([1, 2, 3]), ints([0, 0, 1]), ints([0, 2, 2]))]
+    nodes = [ops2.batch_to_space(x, const([1, 2, 3]), const([0, 0, 1]), const([0, 1, 0])),
+             ops2.space_to_batch(y, const([1, 2, 3]), const([0, 0, 1]), const([0, 2, 2]))]
     m = model(nodes, [x, y])
     for b2s, s2b in (([12, 2, 3], [2, 4, 3]), ([6, 2, 1], [2, 2, 3])):
         compare(m, [sample(b2s), sample(s2b)], tmp_path)
@@ -197,44 +178,11 @@ def test_batch_space_block_values_at_run_time(tmp_path):
 
 # ---------------------------------------------------------------- shape functions against OpenVINO
 
-def irrun_infer(type_name, version, attrs, inputs) -> list[TensorType]:
-    spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(spec, attrs)
-    if problems:   # validate reports these (E-ATTR-RANGE ...)
-        raise ShapeError(problems[0].message)
-    return implementation(type_name, version)(spec, parsed).infer(inputs)
-
-
-def as_dim(d):
-    if isinstance(d, int) and d >= 0:
-        return d
-    d = D(d) if isinstance(d, int) else d
-    hi = d.get_max_length()
-    return Dim(d.get_min_length(), None if hi < 0 else hi)
-
-
-def tensor(shape, dtype=np.float32, value=None) -> TensorType:
-    dims = None if shape is None else tuple(as_dim(d) for d in shape)
-    return TensorType(dims, from_dtype(dtype), None if value is None else np.asarray(value, dtype))
-
-
-def ov_text(partial_shape) -> str:
-    return "[...]" if partial_shape.rank.is_dynamic else str(partial_shape).replace(" ", "")
-
-
 def outcome(run) -> str:
     try:
         return run()
     except (RuntimeError, ShapeError):
         return "error"
-
-
-def partial(shape):
-    return ov.PartialShape.dynamic() if shape is None else ov.PartialShape([as_ov_dim(d) for d in shape])
-
-
-def as_ov_dim(d):
-    return d if isinstance(d, D) else D(d)
 
 
 BLOCK_SHAPES = [[1, -1, 2, 2], [1, D(8, 20), D(2, 5), -1], [1, 7, 2, 2], [1, 8, 2, 2], [1, D(5, 7), 2, 2],
@@ -246,9 +194,9 @@ BLOCK_SHAPES = [[1, -1, 2, 2], [1, D(8, 20), D(2, 5), -1], [1, 7, 2, 2], [1, 8, 
 @pytest.mark.parametrize("type_name, make", [("DepthToSpace", ops1.depth_to_space),
                                              ("SpaceToDepth", ops1.space_to_depth)])
 def test_block_shape_function(type_name, make, shape, block):
-    expected = outcome(lambda: ov_text(make(param(partial(shape)), "blocks_first", block).get_output_partial_shape(0)))
-    got = outcome(lambda: format_shape(irrun_infer(type_name, 1, {"block_size": str(block)},
-                                                   [tensor(shape)])[0].shape))
+    expected = outcome(lambda: ov_shape_text(make(param(shape), "blocks_first", block).get_output_partial_shape(0)))
+    got = outcome(lambda: format_shape(irrun_infer_all(type_name, 1, {"block_size": str(block)},
+                                                       [tensor_type(shape)], bad_attrs_refuse=True)[0].shape))
     assert got == expected
 
 
@@ -256,10 +204,10 @@ def test_block_shape_function(type_name, make, shape, block):
                                                 ([1, D(4, 8), 2], -2, 2), ([6], 0, 2), ([1, 6], 2, 1),
                                                 ([1, 6], -3, 1), ([1, 6], 1, 0), (None, 1, 2)])
 def test_shuffle_shape_function(shape, axis, group):
-    expected = outcome(lambda: ov_text(ops3.shuffle_channels(param(partial(shape)), axis, group)
-                                       .get_output_partial_shape(0)))
-    got = outcome(lambda: format_shape(irrun_infer("ShuffleChannels", 1, {"axis": str(axis), "group": str(group)},
-                                                   [tensor(shape)])[0].shape))
+    expected = outcome(lambda: ov_shape_text(ops3.shuffle_channels(param(shape), axis, group)
+                                             .get_output_partial_shape(0)))
+    got = outcome(lambda: format_shape(irrun_infer_all("ShuffleChannels", 1, {"axis": str(axis), "group": str(group)},
+                                                       [tensor_type(shape)], bad_attrs_refuse=True)[0].shape))
     assert got == expected
 
 
@@ -289,21 +237,21 @@ BATCH_SHAPE_CASES = [  # (type, data shape, block, begin, end)
                          ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}-{c[4]}".replace(" ", "") for c in BATCH_SHAPE_CASES])
 def test_batch_shape_function(type_name, shape, block, begin, end):
     make = ops2.batch_to_space if type_name == "BatchToSpace" else ops2.space_to_batch
-    expected = outcome(lambda: ov_text(make(param(partial(shape)), ints(block), ints(begin), ints(end))
-                                       .get_output_partial_shape(0)))
-    inputs = [tensor(shape)] + [tensor([3], np.int64, v) for v in (block, begin, end)]
-    got = outcome(lambda: format_shape(irrun_infer(type_name, 2, {}, inputs)[0].shape))
+    expected = outcome(lambda: ov_shape_text(make(param(shape), const(block), const(begin), const(end))
+                                             .get_output_partial_shape(0)))
+    inputs = [tensor_type(shape)] + [tensor_type([3], np.int64, v) for v in (block, begin, end)]
+    got = outcome(lambda: format_shape(irrun_infer_all(type_name, 2, {}, inputs)[0].shape))
     assert got == expected
 
 
 def test_batch_shape_function_unknown_block():
     """block_shape only known at run time: OpenVINO still bounds the spatial dims below (block >= 1)."""
     for type_name, make in (("BatchToSpace", ops2.batch_to_space), ("SpaceToBatch", ops2.space_to_batch)):
-        node = make(param([12, 2, 3]), param([3], np.int64), ints([0, 0, 0]), ints([0, 0, 0]))
-        inputs = [tensor([12, 2, 3]), tensor([3], np.int64), tensor([3], np.int64, [0, 0, 0]),
-                  tensor([3], np.int64, [0, 0, 0])]
-        got = irrun_infer(type_name, 2, {}, inputs)[0]
-        assert format_shape(got.shape) == ov_text(node.get_output_partial_shape(0))
+        node = make(param([12, 2, 3]), param([3], np.int64), const([0, 0, 0]), const([0, 0, 0]))
+        inputs = [tensor_type([12, 2, 3]), tensor_type([3], np.int64), tensor_type([3], np.int64, [0, 0, 0]),
+                  tensor_type([3], np.int64, [0, 0, 0])]
+        got = irrun_infer_all(type_name, 2, {}, inputs)[0]
+        assert format_shape(got.shape) == ov_shape_text(node.get_output_partial_shape(0))
 
 
 # ---------------------------------------------------------------- where OpenVINO disagrees with itself
@@ -312,7 +260,7 @@ def test_batch_to_space_batch_block_is_refused(tmp_path):
     """block_shape[0] = 2 (the spec expects 1): shape inference says [2, 2, 9], the CPU plugin writes
     [4, 2, 9], and running it (CPU or reference) corrupts the heap, so it is not run here.  irrun refuses."""
     x = param([12, 2, 3])
-    m = model([ops2.batch_to_space(x, ints([2, 1, 3]), ints([0, 0, 0]), ints([0, 0, 0]))], [x])
+    m = model([ops2.batch_to_space(x, const([2, 1, 3]), const([0, 0, 0]), const([0, 0, 0]))], [x])
     assert m.output(0).get_partial_shape() == ov.PartialShape([2, 2, 9])
     problems = irrun.validate(save(m, tmp_path)).errors
     assert problems and problems[0].layer.type == "BatchToSpace" and "block_shape[0] must be 1" in problems[0].message
@@ -321,7 +269,7 @@ def test_batch_to_space_batch_block_is_refused(tmp_path):
 def test_space_to_batch_negative_pad_is_refused(tmp_path):
     """Shape inference accepts pads_begin[1] = -2; the reference refuses it ("must be non-negative")."""
     x = param([2, 4, 3])
-    m = model([ops2.space_to_batch(x, ints([1, 2, 3]), ints([0, -2, 0]), ints([0, 0, 0]))], [x])
+    m = model([ops2.space_to_batch(x, const([1, 2, 3]), const([0, -2, 0]), const([0, 0, 0]))], [x])
     with pytest.raises(RuntimeError, match="non-negative"):
         evaluate_reference(m, [sample([2, 4, 3])])
     problems = irrun.validate(save(m, tmp_path)).errors
@@ -329,23 +277,6 @@ def test_space_to_batch_negative_pad_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------- validate
-
-def edited_ir(m: ov.Model, tmp_path: Path, type_name: str, attrs=None, drop=(), output_dims=None) -> Path:
-    folder = Path(tmp_path) / f"edited{len(list(Path(tmp_path).iterdir()))}"   # never overwrite a mapped .bin
-    folder.mkdir()
-    xml = save(m, folder)
-    tree = etree.parse(str(xml))
-    layer = next(layer for layer in tree.getroot().iter("layer") if layer.get("type") == type_name)
-    for name, value in (attrs or {}).items():
-        layer.find("data").set(name, value)
-    for name in drop:
-        del layer.find("data").attrib[name]
-    if output_dims is not None:
-        for dim, value in zip(layer.find("output").find("port").findall("dim"), output_dims):
-            dim.text = str(value)
-    tree.write(str(xml))
-    return xml
-
 
 def test_validate_declared_shape(tmp_path):
     x = param([1, 8, 2, 3])
@@ -378,9 +309,9 @@ def test_attribute_defaults_match_openvino(tmp_path):
     x = param([1, 8, 2, 3])
     xml = edited_ir(model([ops1.depth_to_space(x, "depth_first", 2)], [x]), tmp_path, "DepthToSpace", drop=("mode",))
     data = sample([1, 8, 2, 3])
-    np.testing.assert_array_equal(only(irrun.load(xml).infer([data])), run_openvino(xml, [data])[0])
+    np.testing.assert_array_equal(only_output(irrun.load(xml).infer([data])), run_openvino(xml, [data])[0])
     xml = edited_ir(model([ops3.shuffle_channels(x, 1, 2)], [x]), tmp_path, "ShuffleChannels", drop=("group",))
-    np.testing.assert_array_equal(only(irrun.load(xml).infer([data])), data)
+    np.testing.assert_array_equal(only_output(irrun.load(xml).infer([data])), data)
     xml = edited_ir(model([ops1.depth_to_space(x, "depth_first", 2)], [x]), tmp_path, "DepthToSpace",
                     drop=("block_size",))
     with pytest.raises(RuntimeError):

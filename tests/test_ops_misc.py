@@ -11,7 +11,6 @@ Divergences are recorded in specs/errata/misc.md.
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import openvino as ov
@@ -30,85 +29,16 @@ from lxml import etree
 from openvino.utils.node_factory import NodeFactory
 
 from irxml import hand_ir
-from ovutil import as_tensor_type, compare, evaluate_reference, irrun_infer, run_openvino, save
+from ovutil import (
+    as_tensor_type, check_shape_function, compare, const, edited_ir, evaluate_reference, irrun_infer, irrun_outputs,
+    model, param, run_openvino, save
+)
 import irrun
 from irrun.errors import ModelError, ShapeError
 from irrun.ops.generation import philox_words
-from irrun.registry import implementation
-from irrun.shapes import format_shape
-from irrun.spec import all_specs, parse_attrs
 
 RNG = np.random.default_rng(2026)
 D = ov.Dimension
-
-
-def param(shape, dtype=np.float32, name=None):
-    p = ov.op.Parameter(
-        ov.Type(np.dtype(dtype)), ov.PartialShape.dynamic() if shape is None else ov.PartialShape(shape)
-    )
-    if name:
-        p.set_friendly_name(name)
-    return p
-
-
-def const(value, dtype=np.int64):
-    a = np.array(value, dtype)
-    if a.size == 0:  # openvino.opset1.constant refuses empty data
-        return ov.op.Constant(ov.Type(a.dtype), ov.Shape(list(a.shape)), [])
-    return ops1.constant(a)
-
-
-def model(nodes, params) -> ov.Model:
-    """One model whose outputs are every output of every node: many cases, one compilation."""
-    nodes = nodes if isinstance(nodes, list) else [nodes]
-    return ov.Model([o for n in nodes for o in n.outputs()], params)
-
-
-def ov_shapes(node) -> list[str]:
-    return [
-        "[...]" if o.get_partial_shape().rank.is_dynamic else str(o.get_partial_shape()).replace(" ", "")
-        for o in node.outputs()
-    ]
-
-
-def irrun_shapes(type_name, version, attrs, args) -> list[str]:
-    spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(
-        spec, {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in attrs.items()}
-    )
-    assert not problems, problems
-    inputs = [as_tensor_type(a.output(0)) for a in args]
-    return [format_shape(t.shape) for t in implementation(type_name, version)(spec, parsed).infer(inputs)]
-
-
-def check_shapes(build, type_name, version, attrs, args):
-    """OpenVINO and irrun agree on every output shape, or both refuse (irrun with a ShapeError)."""
-    try:
-        node = build(*args)
-    except RuntimeError as exc:
-        with pytest.raises(ShapeError):
-            got = irrun_shapes(type_name, version, attrs, args)
-            pytest.fail(f"OpenVINO refuses ({str(exc).strip().splitlines()[-1]}); irrun infers {got}")
-        return
-    assert irrun_shapes(type_name, version, attrs, args) == ov_shapes(node)
-
-
-def edit_layer(m: ov.Model, tmp_path: Path, type_name: str, *, drop=(), output_dims=None) -> Path:
-    """Save `m`, then drop attributes of / change the declared output dims of its `type_name` layer."""
-    xml = save(m, tmp_path)
-    tree = etree.parse(str(xml))
-    layer = next(node for node in tree.getroot().iter("layer") if node.get("type") == type_name)
-    for name in drop:
-        del layer.find("data").attrib[name]
-    if output_dims is not None:
-        for dim, value in zip(layer.find("output").find("port").findall("dim"), output_dims):
-            dim.text = str(value)
-    tree.write(str(xml))
-    return xml
-
-
-def irrun_run(m: ov.Model, inputs, tmp_path) -> list[np.ndarray]:
-    return list(irrun.load(save(m, tmp_path)).infer(inputs).values())
 
 
 def errors_of(xml) -> list:
@@ -140,7 +70,7 @@ def test_eye_inputs_at_run_time(tmp_path):
 
 def test_eye_spec_example(tmp_path):
     """eye-9.rst: num_rows 3, num_columns 4, diagonal_index 2."""
-    got = irrun_run(model(ops9.eye(const(3), const(4), const(2), "f32"), []), [], tmp_path)[0]
+    got = irrun_outputs(model(ops9.eye(const(3), const(4), const(2), "f32"), []), [], tmp_path)[0]
     np.testing.assert_array_equal(got, [[0, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0]])
 
 
@@ -172,7 +102,9 @@ def test_eye_shape_function(case):
         "batch scalar": [const(3), const(4), const(1), const(2)],
         "negative batch": [const(3), const(4), const(1), const([2, -3])],
     }[case]
-    check_shapes(lambda *a: ops9.eye(*a[:3], "f16", *a[3:]), "Eye", 9, {"output_type": "f16"}, args)
+    check_shape_function(
+        lambda *a: ops9.eye(*a[:3], "f16", *a[3:]), "Eye", 9, {"output_type": "f16"}, args, all_outputs=True
+    )
 
 
 # ================================================================ RandomUniform
@@ -271,7 +203,7 @@ def test_random_uniform_spec_examples(tmp_path):
         ],
         [],
     )
-    f32, f64, i32 = irrun_run(m, [], tmp_path)
+    f32, f64, i32 = irrun_outputs(m, [], tmp_path)
     np.testing.assert_allclose(
         f32,
         [[0.7011236, 0.30539632, 0.93931055], [0.9456035, 0.11694777, 0.50770056], [0.5197197, 0.22727466, 0.991374]],
@@ -310,12 +242,13 @@ def test_random_uniform_shape_function(case):
         "shape negative": [const([2, -3]), const(0.0, f), const(1.0, f)],
         "shape i32": [const([2, 3], np.int32), param([1], f), param([], f)],
     }[case]
-    check_shapes(
+    check_shape_function(
         lambda *a: ops8.random_uniform(*a, "f32", 1, 2),
         "RandomUniform",
         8,
         {"output_type": "f32", "global_seed": 1, "op_seed": 2},
         args,
+        all_outputs=True,
     )
 
 
@@ -352,13 +285,13 @@ def test_multinomial_num_samples_at_run_time(tmp_path):
 def test_multinomial_one_hot_rows_always_draw_their_class(tmp_path):
     p = param([3, 4])
     probs = np.eye(4, dtype=np.float32)[[2, 0, 3]]
-    got = irrun_run(model(ops13.multinomial(p, const(5), "i32", True, False, 1, 1), [p]), [probs], tmp_path)[0]
+    got = irrun_outputs(model(ops13.multinomial(p, const(5), "i32", True, False, 1, 1), [p]), [probs], tmp_path)[0]
     np.testing.assert_array_equal(got, [[2] * 5, [0] * 5, [3] * 5])
 
 
 def test_multinomial_without_replacement_draws_each_class_once(tmp_path):
     p = param([5, 8])
-    got = irrun_run(
+    got = irrun_outputs(
         model(ops13.multinomial(p, const(8), "i64", False, False, 11, 12), [p]),
         [probabilities((5, 8), np.float32, False)],
         tmp_path,
@@ -369,7 +302,7 @@ def test_multinomial_without_replacement_draws_each_class_once(tmp_path):
 def test_multinomial_too_many_samples_without_replacement(tmp_path):
     p = param([2, 3])
     with pytest.raises(ModelError, match="cannot draw 4 samples from 3 classes"):
-        irrun_run(
+        irrun_outputs(
             model(ops13.multinomial(p, const(4), "i32", False, False, 1, 2), [p]),
             [np.ones((2, 3), np.float32)],
             tmp_path,
@@ -391,12 +324,13 @@ def test_multinomial_shape_function(case):
         "float n": [param([2, 5]), const(3.0, np.float32)],
         "negative n": [param([2, 5]), const(-3)],
     }[case]
-    check_shapes(
+    check_shape_function(
         lambda *a: ops13.multinomial(*a, "i32", True, False, 1, 2),
         "Multinomial",
         13,
         {"convert_type": "i32", "with_replacement": True},
         args,
+        all_outputs=True,
     )
 
 
@@ -443,7 +377,7 @@ def test_bucketize_spec_example(tmp_path):
     """bucketize-3.rst: buckets [1, 4, 10, 20], data [8, 1, 2, 1, 8, 5, 1, 2, 9, 4]."""
     x, b = param([10]), param([4])
     m = model([ops3.bucketize(x, b, "i64", True), ops3.bucketize(x, b, "i64", False)], [x, b])
-    got = irrun_run(
+    got = irrun_outputs(
         m, [np.array([8, 1, 2, 1, 8, 5, 1, 2, 9, 4], np.float32), np.array([1, 4, 10, 20], np.float32)], tmp_path
     )
     np.testing.assert_array_equal(got[0], [2, 0, 1, 0, 2, 2, 0, 1, 2, 1])
@@ -485,7 +419,7 @@ def test_search_sorted_spec_example(tmp_path):
     """search-sorted-15.rst: sorted_sequence [[1, 3, 5, 7, 9], [2, 4, 6, 8, 10]], values [[3, 6, 9], [3, 6, 9]]."""
     s, v = param([2, 5]), param([2, 3])
     m = model([search_sorted(s, v, False), search_sorted(s, v, True)], [s, v])
-    got = irrun_run(
+    got = irrun_outputs(
         m,
         [np.array([[1, 3, 5, 7, 9], [2, 4, 6, 8, 10]], np.float32), np.array([[3, 6, 9], [3, 6, 9]], np.float32)],
         tmp_path,
@@ -512,8 +446,13 @@ def test_search_sorted_spec_example(tmp_path):
 )
 def test_bucketize_and_search_sorted_shape_functions(seq_shape, value_shape):
     seq, values = param(seq_shape), param(value_shape)
-    check_shapes(lambda a, b: ops15.search_sorted(a, b, False), "SearchSorted", 15, {}, [seq, values])
-    check_shapes(lambda b, a: ops3.bucketize(b, a, "i32", True), "Bucketize", 3, {"output_type": "i32"}, [values, seq])
+    check_shape_function(
+        lambda a, b: ops15.search_sorted(a, b, False), "SearchSorted", 15, {}, [seq, values], all_outputs=True
+    )
+    check_shape_function(
+        lambda b, a: ops3.bucketize(b, a, "i32", True), "Bucketize", 3, {"output_type": "i32"}, [values, seq],
+        all_outputs=True,
+    )
 
 
 # ================================================================ Unique
@@ -556,7 +495,7 @@ def test_unique_along_inner_axis_against_numpy(axis, sorted_, tmp_path):
     data = repeated_slices()
     x = param([6, 5, 7])
     axis_node = const(axis, np.int32 if isinstance(axis, list) else np.int64)
-    got = irrun_run(model(unique(x, axis_node, sorted_, "i32", "i64"), [x]), [data], tmp_path)
+    got = irrun_outputs(model(unique(x, axis_node, sorted_, "i32", "i64"), [x]), [data], tmp_path)
     k = np.asarray(axis).reshape(-1)[0] % 3
     values, first, inverse, counts = np.unique(data, axis=k, return_index=True, return_inverse=True, return_counts=True)
     if not sorted_:
@@ -583,7 +522,7 @@ def test_openvino_unique_inner_axis_is_wrong(tmp_path):
     m = model(unique(x, const(1), False), [x])
     cpu = run_openvino(save(m, tmp_path / "cpu.xml"), [data])
     assert cpu[3].tolist() == [1, 1, 1, 1]
-    np.testing.assert_array_equal(irrun_run(m, [data], tmp_path)[3], [1, 2, 1])
+    np.testing.assert_array_equal(irrun_outputs(m, [data], tmp_path)[3], [1, 2, 1])
 
 
 def test_unique_nan_and_signed_zero_unsorted(tmp_path):
@@ -597,7 +536,9 @@ def test_unique_nan_and_signed_zero_unsorted(tmp_path):
 
 def test_unique_nan_sorted_by_hand(tmp_path):
     x = param([6])
-    got = irrun_run(model(unique(x, None, True), [x]), [np.array([np.nan, 2, 1, np.nan, 2, 0], np.float32)], tmp_path)
+    got = irrun_outputs(
+        model(unique(x, None, True), [x]), [np.array([np.nan, 2, 1, np.nan, 2, 0], np.float32)], tmp_path
+    )
     np.testing.assert_array_equal(got[0], [0, 1, 2, np.nan, np.nan])
     np.testing.assert_array_equal(got[1], [5, 2, 1, 0, 3])
     np.testing.assert_array_equal(got[2], [3, 2, 1, 4, 2, 0])
@@ -613,7 +554,7 @@ def test_unique_boolean_and_constant_data(tmp_path):
 def test_unique_spec_example(tmp_path):
     """unique-10.rst example 1: input [-1, 2, 1, -1, 3], sorted."""
     x = param([5])
-    got = irrun_run(model(unique(x), [x]), [np.array([-1, 2, 1, -1, 3], np.float32)], tmp_path)
+    got = irrun_outputs(model(unique(x), [x]), [np.array([-1, 2, 1, -1, 3], np.float32)], tmp_path)
     for out, expected in zip(got, [[-1, 1, 2, 3], [0, 2, 1, 4], [0, 2, 1, 0, 3], [2, 1, 1, 1]]):
         np.testing.assert_array_equal(out, expected)
 
@@ -640,13 +581,13 @@ def test_unique_spec_example(tmp_path):
 )
 def test_unique_shape_function(shape, axis):
     args = [param(shape)] + ([] if axis is None else [param([]) if axis == "param" else const(axis)])
-    check_shapes(lambda *a: ops10.unique(*a), "Unique", 10, {}, args)
+    check_shape_function(lambda *a: ops10.unique(*a), "Unique", 10, {}, args, all_outputs=True)
 
 
 def test_unique_shape_of_constant_data():
     data = const([[3, 1, 3, 2], [3, 1, 3, 2]], np.float32)
-    check_shapes(lambda *a: ops10.unique(*a), "Unique", 10, {}, [data, const(1)])
-    check_shapes(lambda *a: ops10.unique(*a), "Unique", 10, {}, [data])
+    check_shape_function(lambda *a: ops10.unique(*a), "Unique", 10, {}, [data, const(1)], all_outputs=True)
+    check_shape_function(lambda *a: ops10.unique(*a), "Unique", 10, {}, [data], all_outputs=True)
 
 
 # ================================================================ Reverse, ReverseSequence, Roll
@@ -711,7 +652,7 @@ def test_reverse_shape_function(case):
         "dynamic rank": const([5]),
     }[case]
     mode = "mask" if case.startswith("mask") else "index"
-    check_shapes(lambda d, a: reverse(d, a, mode), "Reverse", 1, {"mode": mode}, [data, axes])
+    check_shape_function(lambda d, a: reverse(d, a, mode), "Reverse", 1, {"mode": mode}, [data, axes], all_outputs=True)
 
 
 @pytest.mark.parametrize("batch_axis, seq_axis", [(0, 1), (1, 0), (-3, -1), (2, 1), (0, 2)])
@@ -744,7 +685,7 @@ def test_reverse_sequence_length_out_of_range(tmp_path):
     """The CPU plugin refuses a length above the sequence axis; so does irrun."""
     x, q = param([2, 5]), param([2], np.int32)
     with pytest.raises(ModelError, match=r"seq_lengths must be in \[0, 5\]"):
-        irrun_run(
+        irrun_outputs(
             model(ops1.reverse_sequence(x, q, 0, 1), [x, q]),
             [np.ones((2, 5), np.float32), np.array([6, 1], np.int32)],
             tmp_path,
@@ -767,12 +708,13 @@ def test_reverse_sequence_length_out_of_range(tmp_path):
     ids=str,
 )
 def test_reverse_sequence_shape_function(data_shape, lengths_shape, batch_axis, seq_axis):
-    check_shapes(
+    check_shape_function(
         lambda d, q: ops1.reverse_sequence(d, q, batch_axis, seq_axis),
         "ReverseSequence",
         1,
         {"batch_axis": batch_axis, "seq_axis": seq_axis},
         [param(data_shape), param(lengths_shape, np.int32)],
+        all_outputs=True,
     )
 
 
@@ -805,7 +747,7 @@ def test_roll_scalar_shift_applies_to_every_axis(tmp_path):
     dimensions mismatch) and the reference has no evaluator, so this is checked by hand (errata)."""
     x = param([2, 3])
     data = np.arange(6, dtype=np.float32).reshape(2, 3)
-    got = irrun_run(model(ops7.roll(x, const(1), const([0, 1])), [x]), [data], tmp_path)[0]
+    got = irrun_outputs(model(ops7.roll(x, const(1), const([0, 1])), [x]), [data], tmp_path)[0]
     np.testing.assert_array_equal(got, [[5, 3, 4], [2, 0, 1]])
 
 
@@ -838,7 +780,7 @@ def test_roll_shape_function(case):
         "dynamic rank": (const(1), const(7)),
         "u8 axes": (const(1), const(0, np.uint8)),
     }[case]
-    check_shapes(lambda *a: ops7.roll(*a), "Roll", 7, {}, [data, shift, axes])
+    check_shape_function(lambda *a: ops7.roll(*a), "Roll", 7, {}, [data, shift, axes], all_outputs=True)
 
 
 # ================================================================ ExtractImagePatches and Col2Im
@@ -874,7 +816,7 @@ def test_extract_image_patches_patch_larger_than_image(tmp_path):
 def test_extract_image_patches_spec_example(tmp_path):
     """extract-image-patches-3.rst: 10x10 image of 1..100, sizes [3, 3], strides [5, 5], rates [1, 1], valid."""
     x = param([1, 1, 10, 10])
-    got = irrun_run(
+    got = irrun_outputs(
         model(ops3.extract_image_patches(x, [3, 3], [5, 5], [1, 1], "valid"), [x]),
         [np.arange(1, 101, dtype=np.float32).reshape(1, 1, 10, 10)],
         tmp_path,
@@ -907,7 +849,10 @@ def test_extract_image_patches_shape_function(shape, mode):
         "rates": ",".join(map(str, rates)),
         "auto_pad": auto_pad,
     }
-    check_shapes(lambda d: ops3.extract_image_patches(d, *mode), "ExtractImagePatches", 3, attrs, [param(shape)])
+    check_shape_function(
+        lambda d: ops3.extract_image_patches(d, *mode), "ExtractImagePatches", 3, attrs, [param(shape)],
+        all_outputs=True,
+    )
 
 
 COL2IM_CASES = [
@@ -957,7 +902,7 @@ def test_col2im_cases(dtype, batched, tmp_path):
 def test_col2im_spec_example(tmp_path):
     """col2im-15.rst style: 2x2 kernel over a 3x3 output; the centre gathers four taps."""
     x = param([4, 4])
-    got = irrun_run(
+    got = irrun_outputs(
         model(col2im(x, ([3, 3], [2, 2], [1, 1], [1, 1], [0, 0], [0, 0])), [x]), [np.ones((4, 4), np.float32)], tmp_path
     )[0]
     np.testing.assert_array_equal(got, [[[1, 2, 1], [2, 4, 2], [1, 2, 1]]])
@@ -997,12 +942,13 @@ def test_col2im_shape_function(case):
         "rank 4": ([2, 12, 9, 1], const([4, 4]), const([2, 2]), {}),
     }[case]
     full = {"strides": [1, 1], "dilations": [1, 1], "pads_begin": [0, 0], "pads_end": [0, 0], **attrs}
-    check_shapes(
+    check_shape_function(
         lambda d, s, k: ops15.col2im(d, s, k, **full),
         "Col2Im",
         15,
         {k: ",".join(map(str, v)) for k, v in full.items()},
         [param(data), size, kernel],
+        all_outputs=True,
     )
 
 
@@ -1034,7 +980,7 @@ def test_inverse_needs_pivoting_and_singular(tmp_path):
 
 def test_inverse_by_hand(tmp_path):
     x = param([2, 2])
-    got = irrun_run(
+    got = irrun_outputs(
         model([ops14.inverse(x, False), ops14.inverse(x, True)], [x]),
         [np.array([[4, 7], [2, 6]], np.float32)],
         tmp_path,
@@ -1058,7 +1004,7 @@ def test_inverse_by_hand(tmp_path):
     ids=str,
 )
 def test_inverse_shape_function(shape, dtype):
-    check_shapes(lambda d: ops14.inverse(d, False), "Inverse", 14, {}, [param(shape, dtype)])
+    check_shape_function(lambda d: ops14.inverse(d, False), "Inverse", 14, {}, [param(shape, dtype)], all_outputs=True)
 
 
 # ================================================================ GRN
@@ -1083,7 +1029,7 @@ def test_grn_integers_round_to_nearest(dtype, tmp_path):
 
 @pytest.mark.parametrize("shape", [[2, 3], [3], [2, 3, 4, 5, 6], None, [-1, 3]], ids=str)
 def test_grn_shape_function(shape):
-    check_shapes(lambda d: ops1.grn(d, 1.0), "GRN", 1, {"bias": 1.0}, [param(shape)])
+    check_shape_function(lambda d: ops1.grn(d, 1.0), "GRN", 1, {"bias": 1.0}, [param(shape)], all_outputs=True)
 
 
 # ================================================================ FakeConvert
@@ -1173,7 +1119,7 @@ def test_fake_convert_subnormal_rounding_differs_from_reference(tmp_path):
     x = param([3])
     data = np.array([0.0013, 1.5 * 2**-9, 0.0009], np.float32)
     m = model(ops13.fake_convert(x, const(1.0, np.float32), None, "f8e4m3"), [x])
-    got = irrun_run(m, [data], tmp_path)[0]
+    got = irrun_outputs(m, [data], tmp_path)[0]
     np.testing.assert_array_equal(got, [2**-9, 2**-8, 0])
     np.testing.assert_array_equal(evaluate_reference(m, [data])[0], [0, 2**-9, 0])
 
@@ -1195,12 +1141,13 @@ def test_fake_convert_shape_function(case):
         "f64": [param([2, 3], np.float64), param([1], np.float64)],
         "dynamic": [param(None), param([3]), param([1, 3])],
     }[case]
-    check_shapes(
+    check_shape_function(
         lambda *a: ops13.fake_convert(*a, destination_type="f8e5m2"),
         "FakeConvert",
         13,
         {"destination_type": "f8e5m2"},
         args,
+        all_outputs=True,
     )
 
 
@@ -1301,7 +1248,7 @@ def test_identity(dtype, tmp_path):
     ids=["ExtractImagePatches", "Eye", "Roll", "Multinomial"],
 )
 def test_validate_wrong_declared_output(build, type_name, dims, note, tmp_path):
-    errors = errors_of(edit_layer(build(), tmp_path, type_name, output_dims=dims))
+    errors = errors_of(edited_ir(build(), tmp_path, type_name, output_dims=dims))
     assert [e.code for e in errors] == ["E-DECLARED-SHAPE"]
     if note:
         assert note in errors[0].message
@@ -1347,7 +1294,7 @@ def test_validate_inconsistent_operands_names_layer(op_type, version, inputs, at
 def test_validate_col2im_missing_attribute(attribute, tmp_path):
     """OpenVINO 2026.4.1 crashes (segfault) reading a Col2Im layer without one of these; irrun reports it."""
     x = param([2, 12, 9])
-    xml = edit_layer(model(col2im(x, COL2IM_CASES[0]), [x]), tmp_path, "Col2Im", drop=[attribute])
+    xml = edited_ir(model(col2im(x, COL2IM_CASES[0]), [x]), tmp_path, "Col2Im", drop=[attribute])
     assert any(e.code == "E-ATTR-MISSING" and attribute in e.message for e in errors_of(xml))
 
 
@@ -1417,7 +1364,7 @@ def test_empty_unique_and_search_sorted_by_hand(tmp_path):
     """The CPU plugin fails on an empty Unique input ('Cannot get dims for non static shape') and returns
     uninitialized memory for SearchSorted over an empty sequence; irrun gives empty outputs and 0 (errata)."""
     x, s, v = param([-1]), param([-1]), param([2])
-    got = irrun_run(
+    got = irrun_outputs(
         model([unique(x), search_sorted(s, v, True)], [x, s, v]),
         [np.zeros(0, np.float32), np.zeros(0, np.float32), np.array([1, 2], np.float32)],
         tmp_path,

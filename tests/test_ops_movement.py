@@ -14,7 +14,10 @@ import openvino.opset3 as ops3
 import openvino.opset15 as ops15
 import pytest
 
-from ovutil import as_tensor_type, check_shape_function, compare, evaluate_reference, irrun_infer, run_openvino, save
+from ovutil import (
+    as_tensor_type, check_shape_function, compare, const, evaluate_reference, irrun_infer, model, param, random_data,
+    replace_in_ir, run_openvino, save
+)
 import irrun
 from irrun.errors import ShapeError
 from irrun.registry import implementation
@@ -32,30 +35,7 @@ DATA_TYPES = {
 
 
 def sample(shape, dtype=np.float32):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return RNG.random(shape) < 0.5
-    if dtype.kind == "u":
-        return RNG.integers(0, 200, shape).astype(dtype)
-    if dtype.kind == "i":
-        return RNG.integers(-100, 100, shape).astype(dtype)
-    return RNG.standard_normal(shape).astype(dtype)
-
-
-def const(values, dtype=np.int64):
-    values = np.asarray(values, dtype)
-    if values.size == 0:  # ops.constant refuses empty arrays
-        return ov.op.Constant(ov.Type(dtype), ov.Shape(list(values.shape)), [])
-    return ops1.constant(values)
-
-
-def param(shape, dtype=np.float32, name="x"):
-    return ops1.parameter(ov.PartialShape(shape) if not isinstance(shape, ov.PartialShape) else shape,
-                          ov.Type(np.dtype(dtype)), name=name)
-
-
-def model_of(*outputs, params):
-    return ov.Model([ops1.result(o) for o in outputs], list(params))
+    return random_data(RNG, shape, dtype)
 
 
 def layer_types(xml) -> list[str]:
@@ -253,25 +233,25 @@ RESHAPE_RUNS = [
 @pytest.mark.parametrize("shape,target,special_zero", RESHAPE_RUNS, ids=str)
 def test_reshape(shape, target, special_zero, tmp_path):
     x = param(shape)
-    model = model_of(ops1.reshape(x, const(target), special_zero), params=[x])
-    compare(model, [sample(shape)], tmp_path)
+    m = model(ops1.reshape(x, const(target), special_zero), [x])
+    compare(m, [sample(shape)], tmp_path)
 
 
 @pytest.mark.parametrize("dtype", sorted(DATA_TYPES))
 @pytest.mark.parametrize("target_dtype", [np.int32, np.int64, np.uint8])
 def test_reshape_element_types(dtype, target_dtype, tmp_path):
     x = param([2, 3, 4], DATA_TYPES[dtype])
-    model = model_of(ops1.reshape(x, const([4, 6], target_dtype), False), params=[x])
-    got = compare(model, [sample([2, 3, 4], DATA_TYPES[dtype])], tmp_path)
+    m = model(ops1.reshape(x, const([4, 6], target_dtype), False), [x])
+    got = compare(m, [sample([2, 3, 4], DATA_TYPES[dtype])], tmp_path)
     assert next(iter(got.values())).shape == (4, 6)
 
 
 def test_reshape_dynamic_batch_keeps_batch_dim(tmp_path):
     x = param([-1, 3, 4])
-    model = model_of(ops1.reshape(x, const([0, -1]), True), params=[x])
+    m = model(ops1.reshape(x, const([0, -1]), True), [x])
     for batch in (1, 5):
-        compare(model, [sample([batch, 3, 4])], tmp_path)
-    out = irrun.load(save(model, tmp_path)).outputs[0]
+        compare(m, [sample([batch, 3, 4])], tmp_path)
+    out = irrun.load(save(m, tmp_path)).outputs[0]
     assert format_shape(out.shape) == "[?,12]"
 
 
@@ -279,9 +259,9 @@ def test_reshape_target_from_shapeof_folds_at_load(tmp_path):
     """ShapeOf(y) -> Concat with a Const -> Reshape: the target is known at load."""
     x, y = param([2, 3, 4]), param([2, 3], name="y")
     target = ops1.concat([ops1.shape_of(y), const([-1])], 0)
-    model = model_of(ops1.reshape(x, target, False), ops1.relu(y), params=[x, y])
-    got = compare(model, [sample([2, 3, 4]), sample([2, 3])], tmp_path)
-    xml = save(model, tmp_path)
+    m = model([ops1.reshape(x, target, False), ops1.relu(y)], [x, y])
+    got = compare(m, [sample([2, 3, 4]), sample([2, 3])], tmp_path)
+    xml = save(m, tmp_path)
     assert {"ShapeOf", "Concat", "Reshape"} <= set(layer_types(xml))
     assert irrun.load(xml).outputs[0].shape == (2, 3, 4)
     assert next(iter(got.values())).shape == (2, 3, 4)
@@ -289,32 +269,31 @@ def test_reshape_target_from_shapeof_folds_at_load(tmp_path):
 
 def test_reshape_target_is_shapeof_of_another_tensor(tmp_path):
     x, y = param([4, 6]), param([3, 8], name="y")
-    model = model_of(ops1.reshape(x, ops3.shape_of(y, "i32"), False), ops1.relu(y), params=[x, y])
-    compare(model, [sample([4, 6]), sample([3, 8])], tmp_path)
+    m = model([ops1.reshape(x, ops3.shape_of(y, "i32"), False), ops1.relu(y)], [x, y])
+    compare(m, [sample([4, 6]), sample([3, 8])], tmp_path)
 
 
 def test_reshape_back_to_a_dynamic_shape(tmp_path):
     """Flatten then restore with ShapeOf of the dynamic input: the target is known only at run time."""
     x = param([-1, 3, -1])
     flat = ops1.reshape(x, const([-1]), False)
-    model = model_of(ops1.reshape(ops1.relu(flat), ops1.shape_of(x), False), params=[x])
-    compare(model, [sample([2, 3, 5])], tmp_path)
+    m = model(ops1.reshape(ops1.relu(flat), ops1.shape_of(x), False), [x])
+    compare(m, [sample([2, 3, 5])], tmp_path)
 
 
 def test_reshape_target_from_a_parameter(tmp_path):
     x, t = param([2, 3, 4]), param([3], np.int64, "t")
-    model = model_of(ops1.reshape(x, t, True), params=[x, t])
-    compare(model, [sample([2, 3, 4]), np.array([0, -1, 2], np.int64)], tmp_path)
-    assert format_shape(irrun.load(save(model, tmp_path)).outputs[0].shape) == "[?,?,?]"
+    m = model(ops1.reshape(x, t, True), [x, t])
+    compare(m, [sample([2, 3, 4]), np.array([0, -1, 2], np.int64)], tmp_path)
+    assert format_shape(irrun.load(save(m, tmp_path)).outputs[0].shape) == "[?,?,?]"
 
 
 def test_transpose_then_reshape_keeps_logical_order(tmp_path):
     """Transpose returns a strided view; a Reshape after it must read it in logical order."""
     x = param([2, 3, 4])
     t = ops1.transpose(x, const([2, 0, 1]))
-    model = model_of(ops1.reshape(t, const([4, 6]), False), ops1.squeeze(ops1.unsqueeze(t, const([1])), const([1])),
-                     params=[x])
-    compare(model, [sample([2, 3, 4])], tmp_path)
+    m = model([ops1.reshape(t, const([4, 6]), False), ops1.squeeze(ops1.unsqueeze(t, const([1])), const([1]))], [x])
+    compare(m, [sample([2, 3, 4])], tmp_path)
 
 
 def test_constant_subgraph_folds_at_load(tmp_path):
@@ -323,10 +302,10 @@ def test_constant_subgraph_folds_at_load(tmp_path):
     x = param([1])
     moved = ops1.unsqueeze(ops1.squeeze(ops1.transpose(c, const([1, 0, 2])), const([])), const([0]))
     joined = ops1.concat([ops1.reshape(moved, const([-1]), False), ops3.shape_of(c), ops1.convert(x, "i64")], 0)
-    model = model_of(joined, params=[x])
-    xml = save(model, tmp_path)
+    net = model(joined, [x])
+    xml = save(net, tmp_path)
     assert {"Transpose", "Squeeze", "Unsqueeze", "Concat", "ShapeOf"} <= set(layer_types(xml))
-    compare(model, [np.array([5], np.float32)], tmp_path)
+    compare(net, [np.array([5], np.float32)], tmp_path)
     m = irrun.load(xml)
     assert m.outputs[0].shape == (24 + 3 + 1,)
 
@@ -347,23 +326,23 @@ def test_reshape_is_a_view(tmp_path):
 ], ids=str)
 def test_transpose(shape, order, tmp_path):
     x = param(shape)
-    model = model_of(ops1.transpose(x, const(order)), params=[x])
-    compare(model, [sample(shape)], tmp_path)
+    m = model(ops1.transpose(x, const(order)), [x])
+    compare(m, [sample(shape)], tmp_path)
 
 
 @pytest.mark.parametrize("dtype", sorted(DATA_TYPES))
 @pytest.mark.parametrize("order_dtype", [np.int32, np.int64, np.uint8])
 def test_transpose_element_types(dtype, order_dtype, tmp_path):
     x = param([2, 3, 4], DATA_TYPES[dtype])
-    model = model_of(ops1.transpose(x, const([1, 2, 0], order_dtype)), params=[x])
-    compare(model, [sample([2, 3, 4], DATA_TYPES[dtype])], tmp_path)
+    m = model(ops1.transpose(x, const([1, 2, 0], order_dtype)), [x])
+    compare(m, [sample([2, 3, 4], DATA_TYPES[dtype])], tmp_path)
 
 
 def test_transpose_dynamic_dims_and_runtime_order(tmp_path):
     x, o = param([-1, 3, -1]), param([3], np.int64, "o")
-    model = model_of(ops1.transpose(x, const([2, 0, 1])), ops1.transpose(x, o), params=[x, o])
-    compare(model, [sample([2, 3, 5]), np.array([1, 2, 0], np.int64)], tmp_path)
-    outs = irrun.load(save(model, tmp_path)).outputs
+    m = model([ops1.transpose(x, const([2, 0, 1])), ops1.transpose(x, o)], [x, o])
+    compare(m, [sample([2, 3, 5]), np.array([1, 2, 0], np.int64)], tmp_path)
+    outs = irrun.load(save(m, tmp_path)).outputs
     assert [format_shape(o.shape) for o in outs] == ["[?,?,3]", "[?,?,?]"]
 
 
@@ -377,16 +356,16 @@ def test_transpose_dynamic_dims_and_runtime_order(tmp_path):
 def test_squeeze(shape, axes, version, tmp_path):
     x = param(shape)
     squeeze = ops1.squeeze if version == 1 else ops15.squeeze
-    model = model_of(squeeze(x, const(axes)), params=[x])
-    compare(model, [sample(shape)], tmp_path)
+    m = model(squeeze(x, const(axes)), [x])
+    compare(m, [sample(shape)], tmp_path)
 
 
 @pytest.mark.parametrize("dtype", ["f16", "i64", "u8", "boolean"])
 @pytest.mark.parametrize("axes_dtype", [np.int32, np.int64])
 def test_squeeze_element_types(dtype, axes_dtype, tmp_path):
     x = param([1, 3, 1], DATA_TYPES[dtype])
-    model = model_of(ops1.squeeze(x, const([0, 2], axes_dtype)), params=[x])
-    compare(model, [sample([1, 3, 1], DATA_TYPES[dtype])], tmp_path)
+    m = model(ops1.squeeze(x, const([0, 2], axes_dtype)), [x])
+    compare(m, [sample([1, 3, 1], DATA_TYPES[dtype])], tmp_path)
 
 
 def squeeze1_without_axes(xml):
@@ -402,8 +381,8 @@ def squeeze1_without_axes(xml):
 @pytest.mark.parametrize("version", [1, 15])
 def test_squeeze_without_axes(version, tmp_path):
     x = param([1, 3, 1, 2])
-    model = model_of(ops15.squeeze(x), params=[x])
-    xml = save(model, tmp_path)
+    m = model(ops15.squeeze(x), [x])
+    xml = save(m, tmp_path)
     if version == 1:
         squeeze1_without_axes(xml)
     data = sample([1, 3, 1, 2])
@@ -417,9 +396,9 @@ def test_squeeze_without_axes(version, tmp_path):
 def test_squeeze_dynamic_dims(tmp_path):
     """A named dynamic dim is assumed to be 1 at load (output rank 2)."""
     x = param([-1, 3, -1])
-    model = model_of(ops1.squeeze(x, const([0])), params=[x])
-    compare(model, [sample([1, 3, 5])], tmp_path)
-    assert format_shape(irrun.load(save(model, tmp_path)).outputs[0].shape) == "[3,?]"
+    m = model(ops1.squeeze(x, const([0])), [x])
+    compare(m, [sample([1, 3, 5])], tmp_path)
+    assert format_shape(irrun.load(save(m, tmp_path)).outputs[0].shape) == "[3,?]"
 
 
 def test_squeeze15_allow_axis_skip_follows_reference(tmp_path):
@@ -427,12 +406,12 @@ def test_squeeze15_allow_axis_skip_follows_reference(tmp_path):
     refuses to compile ("doesn't support Squeeze operation with dynamic rank");
     OpenVINO's reference evaluation squeezes the dim when it is 1 and keeps it otherwise."""
     x = param([-1, 3])
-    model = model_of(ops15.squeeze(x, const([0]), True), params=[x])
-    m = irrun.load(save(model, tmp_path))
+    net = model(ops15.squeeze(x, const([0]), True), [x])
+    m = irrun.load(save(net, tmp_path))
     assert m.outputs[0].shape is None
     for batch in (1, 2):
         data = sample([batch, 3])
-        (expected,) = evaluate_reference(model, [data])
+        (expected,) = evaluate_reference(net, [data])
         (got,) = m.infer([data]).values()
         assert got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
@@ -443,11 +422,11 @@ def test_squeeze_of_a_dynamic_dim_that_is_not_1_keeps_it(tmp_path):
     the CPU plugin fails ("Can not clone with new dims"); OpenVINO's reference
     evaluation and the spec keep the dim ("ignored and copied as is"), as irrun does."""
     x = param([-1, 3])
-    model = model_of(ops1.squeeze(x, const([0])), params=[x])
-    m = irrun.load(save(model, tmp_path))
+    net = model(ops1.squeeze(x, const([0])), [x])
+    m = irrun.load(save(net, tmp_path))
     assert m.outputs[0].shape == (3,)
     data = sample([2, 3])
-    (expected,) = evaluate_reference(model, [data])
+    (expected,) = evaluate_reference(net, [data])
     (got,) = m.infer([data]).values()
     assert got.shape == expected.shape == (2, 3)
     np.testing.assert_array_equal(got, expected)
@@ -459,16 +438,16 @@ def test_squeeze_of_a_dynamic_dim_that_is_not_1_keeps_it(tmp_path):
 ], ids=str)
 def test_unsqueeze(shape, axes, tmp_path):
     x = param(shape)
-    model = model_of(ops1.unsqueeze(x, const(axes)), params=[x])
-    compare(model, [sample(shape)], tmp_path)
+    m = model(ops1.unsqueeze(x, const(axes)), [x])
+    compare(m, [sample(shape)], tmp_path)
 
 
 @pytest.mark.parametrize("dtype", ["f16", "i32", "i64", "boolean"])
 @pytest.mark.parametrize("axes_dtype", [np.int32, np.int64])
 def test_unsqueeze_element_types_and_dynamic_dims(dtype, axes_dtype, tmp_path):
     x = param([-1, 3], DATA_TYPES[dtype])
-    model = model_of(ops1.unsqueeze(x, const([-1, 1], axes_dtype)), params=[x])
-    compare(model, [sample([4, 3], DATA_TYPES[dtype])], tmp_path)
+    m = model(ops1.unsqueeze(x, const([-1, 1], axes_dtype)), [x])
+    compare(m, [sample([4, 3], DATA_TYPES[dtype])], tmp_path)
 
 
 # ---------------------------------------------------------------- Concat models
@@ -480,8 +459,8 @@ def test_unsqueeze_element_types_and_dynamic_dims(dtype, axes_dtype, tmp_path):
 ], ids=str)
 def test_concat(shapes, axis, tmp_path):
     xs = [param(s, name=f"x{i}") for i, s in enumerate(shapes)]
-    model = model_of(ops1.concat(xs, axis), params=xs)
-    compare(model, [sample(s) for s in shapes], tmp_path)
+    m = model(ops1.concat(xs, axis), xs)
+    compare(m, [sample(s) for s in shapes], tmp_path)
 
 
 @pytest.mark.parametrize("axis", [1, -3])
@@ -489,7 +468,7 @@ def test_concat_spec_example(axis, tmp_path):
     """The spec's two examples: 8 + 16 + 32 channels give 56 (its comment says 48)."""
     shapes = [[1, 8, 50, 50], [1, 16, 50, 50], [1, 32, 50, 50]]
     xs = [param(s, name=f"x{i}") for i, s in enumerate(shapes)]
-    got = compare(model_of(ops1.concat(xs, axis), params=xs), [sample(s) for s in shapes], tmp_path)
+    got = compare(model(ops1.concat(xs, axis), xs), [sample(s) for s in shapes], tmp_path)
     assert next(iter(got.values())).shape == (1, 56, 50, 50)
 
 
@@ -497,23 +476,23 @@ def test_concat_spec_example(axis, tmp_path):
 def test_concat_element_types(dtype, tmp_path):
     shapes = [[2, 1], [2, 3], [2, 2]]
     xs = [param(s, DATA_TYPES[dtype], f"x{i}") for i, s in enumerate(shapes)]
-    model = model_of(ops1.concat(xs, -1), params=xs)
-    compare(model, [sample(s, DATA_TYPES[dtype]) for s in shapes], tmp_path)
+    m = model(ops1.concat(xs, -1), xs)
+    compare(m, [sample(s, DATA_TYPES[dtype]) for s in shapes], tmp_path)
 
 
 def test_concat_dynamic_dims(tmp_path):
     xs = [param([-1, 3], name="a"), param([-1, -1], name="b"), param([2, 3], name="c")]
-    model = model_of(ops1.concat(xs, 0), params=xs)
-    compare(model, [sample([4, 3]), sample([1, 3]), sample([2, 3])], tmp_path)
-    assert format_shape(irrun.load(save(model, tmp_path)).outputs[0].shape) == "[2..,3]"
+    m = model(ops1.concat(xs, 0), xs)
+    compare(m, [sample([4, 3]), sample([1, 3]), sample([2, 3])], tmp_path)
+    assert format_shape(irrun.load(save(m, tmp_path)).outputs[0].shape) == "[2..,3]"
 
 
 def test_concat_of_shape_values_with_constants(tmp_path):
     """Shape arithmetic on i64: ShapeOf of a dynamic tensor joined with constants."""
     x = param([-1, 3, 4])
     target = ops1.concat([const([1]), ops1.shape_of(x), const([-1, 7])], 0)
-    model = model_of(target, params=[x])
-    compare(model, [sample([5, 3, 4])], tmp_path)
+    m = model(target, [x])
+    compare(m, [sample([5, 3, 4])], tmp_path)
 
 
 # ---------------------------------------------------------------- ShapeOf models
@@ -525,8 +504,8 @@ def test_shapeof(shape, feed, version, output_type, tmp_path):
     x = param(shape)
     node = ops1.shape_of(x) if version == 1 else ops3.shape_of(x, output_type)
     # A ShapeOf of a Parameter alone folds in OpenVINO; a Relu keeps x an input.
-    model = model_of(node, ops1.relu(x), params=[x])
-    compare(model, [sample(feed)], tmp_path)
+    m = model([node, ops1.relu(x)], [x])
+    compare(m, [sample(feed)], tmp_path)
 
 
 @pytest.mark.parametrize("version,output_type", [(1, "i64"), (3, "i32")])
@@ -534,12 +513,12 @@ def test_shapeof_of_dynamic_rank(version, output_type, tmp_path):
     """The CPU plugin compiles no dynamic-rank input; OpenVINO's reference evaluation is the oracle."""
     x = param(DYN)
     node = ops1.shape_of(x) if version == 1 else ops3.shape_of(x, output_type)
-    model = model_of(node, params=[x])
-    m = irrun.load(save(model, tmp_path))
+    net = model(node, [x])
+    m = irrun.load(save(net, tmp_path))
     assert format_shape(m.outputs[0].shape) == "[?]"
     for shape in ([2, 1, 3], [], [4]):
         data = sample(shape)
-        (expected,) = evaluate_reference(model, [data])
+        (expected,) = evaluate_reference(net, [data])
         (got,) = m.infer([data]).values()
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected)
@@ -548,18 +527,11 @@ def test_shapeof_of_dynamic_rank(version, output_type, tmp_path):
 @pytest.mark.parametrize("dtype", ["f16", "i64", "u8", "boolean"])
 def test_shapeof_of_every_element_type(dtype, tmp_path):
     x = param([3, -1], DATA_TYPES[dtype])
-    model = model_of(ops3.shape_of(x, "i32"), ops1.convert(x, ov.Type.f32), params=[x])
-    compare(model, [sample([3, 2], DATA_TYPES[dtype])], tmp_path)
+    m = model([ops3.shape_of(x, "i32"), ops1.convert(x, ov.Type.f32)], [x])
+    compare(m, [sample([3, 2], DATA_TYPES[dtype])], tmp_path)
 
 
 # ---------------------------------------------------------------- validate: defective IRs
-
-def edit(xml, old, new, count=1):
-    text = xml.read_text()
-    assert text.count(old) >= count, f"{old!r} not in the IR"
-    xml.write_text(text.replace(old, new, count))
-    return xml
-
 
 def errors_of(xml):
     report = irrun.validate(xml)
@@ -568,8 +540,8 @@ def errors_of(xml):
 
 def test_reshape_wrong_element_count_names_the_layer(tmp_path):
     x = param([2, 3, 4])
-    model = model_of(ops1.reshape(x, const([4, 6]), False, name="to_matrix"), params=[x])
-    xml = save(model, tmp_path)
+    m = model(ops1.reshape(x, const([4, 6]), False, name="to_matrix"), [x])
+    xml = save(m, tmp_path)
     # The target lives in the .bin as int64 [4, 6]; make it [5, 5].
     bin_path = xml.with_suffix(".bin")
     data = bin_path.read_bytes()
@@ -587,13 +559,13 @@ def test_reshape_special_zero_count_mismatch_is_an_error(tmp_path):
     [2,3,4] -> [0,5] loads, and the CPU plugin returns [2,5] read from the first
     10 elements (with [0,13] it reads past the buffer).  irrun reports it."""
     x = param([2, 3, 4])
-    model = model_of(ops1.reshape(x, const([0, 12]), True, name="bad"), params=[x])
-    xml = save(model, tmp_path)
+    m = model(ops1.reshape(x, const([0, 12]), True, name="bad"), [x])
+    xml = save(m, tmp_path)
     bin_path = xml.with_suffix(".bin")
     bin_path.write_bytes(bin_path.read_bytes().replace(np.array([0, 12], np.int64).tobytes(),
                                                        np.array([0, 5], np.int64).tobytes()))
-    edit(xml, "<dim>12</dim>", "<dim>5</dim>")
-    edit(xml, "<dim>12</dim>", "<dim>5</dim>")   # the Result's input port too
+    replace_in_ir(xml, "<dim>12</dim>", "<dim>5</dim>")
+    replace_in_ir(xml, "<dim>12</dim>", "<dim>5</dim>")   # the Result's input port too
     assert ov.Core().read_model(str(xml)).outputs[0].get_partial_shape() == ov.PartialShape([2, 5])
     errors, report = errors_of(xml)
     assert [(c, t) for c, t, _ in errors] == [("E-SHAPE", "Reshape")], report.diagnostics
@@ -602,16 +574,16 @@ def test_reshape_special_zero_count_mismatch_is_an_error(tmp_path):
 
 def test_reshape_error_at_run_time_names_the_layer(tmp_path):
     x, t = param([2, 3, 4]), param([2], np.int64, "t")
-    model = model_of(ops1.reshape(x, t, False, name="runtime_reshape"), params=[x, t])
-    m = irrun.load(save(model, tmp_path))
+    net = model(ops1.reshape(x, t, False, name="runtime_reshape"), [x, t])
+    m = irrun.load(save(net, tmp_path))
     with pytest.raises(irrun.errors.IrrunError, match=r"runtime_reshape.*\[2,3,4\] \(24 elements\).*25 elements"):
         m.infer([sample([2, 3, 4]), np.array([5, 5], np.int64)])
 
 
 def test_declared_output_shape_is_checked(tmp_path):
     x = param([2, 3, 4])
-    model = model_of(ops1.transpose(x, const([2, 0, 1]), name="perm"), params=[x])
-    xml = save(model, tmp_path)
+    m = model(ops1.transpose(x, const([2, 0, 1]), name="perm"), [x])
+    xml = save(m, tmp_path)
     text = xml.read_text()
     # The Transpose output is declared [4,2,3]; claim [4,3,2].
     block = re.search(r'name="perm".*?</layer>', text, re.S).group(0)
@@ -625,10 +597,10 @@ def test_declared_output_shape_is_checked(tmp_path):
 
 def test_concat_mismatched_dims_names_the_layer_and_input(tmp_path):
     a, b = param([2, 3], name="a"), param([2, 4], name="b")
-    model = model_of(ops1.concat([a, b], 1, name="joined"), params=[a, b])
-    xml = save(model, tmp_path)
+    net = model(ops1.concat([a, b], 1, name="joined"), [a, b])
+    xml = save(net, tmp_path)
     # Make input b [5,4]: its Parameter, and the Concat's declared input.
-    edit(xml, 'shape="2,4"', 'shape="5,4"')
+    replace_in_ir(xml, 'shape="2,4"', 'shape="5,4"')
     text = xml.read_text()
     xml.write_text(text.replace("<dim>2</dim>\n\t\t\t\t\t<dim>4</dim>", "<dim>5</dim>\n\t\t\t\t\t<dim>4</dim>"))
     errors, report = errors_of(xml)
@@ -640,8 +612,8 @@ def test_concat_mismatched_dims_names_the_layer_and_input(tmp_path):
 
 def test_transpose_invalid_order_names_the_layer(tmp_path):
     x = param([2, 3, 4])
-    model = model_of(ops1.transpose(x, const([2, 0, 1]), name="perm"), params=[x])
-    xml = save(model, tmp_path)
+    net = model(ops1.transpose(x, const([2, 0, 1]), name="perm"), [x])
+    xml = save(net, tmp_path)
     bin_path = xml.with_suffix(".bin")
     bin_path.write_bytes(bin_path.read_bytes().replace(np.array([2, 0, 1], np.int64).tobytes(),
                                                        np.array([2, 0, 0], np.int64).tobytes()))
@@ -654,15 +626,15 @@ def test_missing_attributes_take_openvino_defaults(tmp_path):
     as OpenVINO's IR reader does; ShapeOf-3 without output_type is an error there and here."""
     a, b = param([2, 3], name="a"), param([2, 3], name="b")
     shape_source = param([2, 3], name="s")
-    model = model_of(ops1.concat([a, b], 1), ops3.shape_of(shape_source, "i32"), params=[a, b, shape_source])
-    xml = save(model, tmp_path)
-    edit(xml, '<data axis="1" />', "")
-    edit(xml, "<dim>2</dim>\n\t\t\t\t\t<dim>6</dim>", "<dim>4</dim>\n\t\t\t\t\t<dim>3</dim>", count=2)
+    net = model([ops1.concat([a, b], 1), ops3.shape_of(shape_source, "i32")], [a, b, shape_source])
+    xml = save(net, tmp_path)
+    replace_in_ir(xml, '<data axis="1" />', "")
+    replace_in_ir(xml, "<dim>2</dim>\n\t\t\t\t\t<dim>6</dim>", "<dim>4</dim>\n\t\t\t\t\t<dim>3</dim>", count=2)
     expected = ov.Core().read_model(str(xml))
     assert str(expected.outputs[0].get_partial_shape()) == "[4,3]"
     m = irrun.load(xml)
     assert m.outputs[0].shape == (4, 3)
-    edit(xml, 'output_type="i32"', "")
+    replace_in_ir(xml, 'output_type="i32"', "")
     with pytest.raises(RuntimeError):
         ov.Core().read_model(str(xml))
     errors, _ = errors_of(xml)

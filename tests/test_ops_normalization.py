@@ -20,8 +20,11 @@ from lxml import etree
 from openvino.utils.node_factory import NodeFactory
 
 from irxml import hand_ir
-from ovutil import as_tensor_type, check_shape_function, compare, irrun_infer, run_openvino, save
-from test_ops_reduction import const, model_of, openvino_refuses, param, reduce_ir
+from ovutil import (
+    as_tensor_type, check_shape_function, compare, const, irrun_infer, model, openvino_refuses, param, run_openvino,
+    save
+)
+from test_ops_reduction import reduce_ir
 import irrun
 from irrun.errors import ShapeError
 from irrun.shapes import format_shape
@@ -68,15 +71,15 @@ def test_mvn2_modes(shape, tmp_path):
     x = param(shape)
     outputs = [ops2.mvn(x, across, variance, 0.25) for across in (False, True) for variance in (False, True)]
     concrete = [3 if d == -1 else d for d in shape]
-    compare(model_of(outputs, [x]), [sample(concrete)], tmp_path)
+    compare(model(outputs, [x]), [sample(concrete)], tmp_path)
 
 
 def test_mvn2_reduction_axes_only_choose_across_channels(tmp_path):
     """The IR's reduction_axes override across_channels (OpenVINO's reader sets it to "contains
     axis 1"); the CPU plugin then normalizes over [1:] or [2:] whatever the listed axes are."""
     x = param([2, 3, 4, 5])
-    model = model_of([ops2.mvn(x, True, True, 0.25) for _ in range(5)], [x])
-    xml = save(model, tmp_path)
+    net = model([ops2.mvn(x, True, True, 0.25) for _ in range(5)], [x])
+    xml = save(net, tmp_path)
     edits = iter(['across_channels="true" reduction_axes="2,3"', 'across_channels="false" reduction_axes="1,2,3"',
                   'across_channels="false" reduction_axes="3"', 'across_channels="true" reduction_axes="-3,-2,-1"',
                   'across_channels="true"'])
@@ -97,14 +100,14 @@ def test_mvn2_reduction_axes_only_choose_across_channels(tmp_path):
 def test_mvn2_element_types(dtype, tmp_path):
     """Integers are normalized in floating point, rounded to nearest and saturated (u8: negatives become 0)."""
     x = param([2, 3, 4], dtype)
-    model = model_of([ops2.mvn(x, False, False, 1e-3), ops2.mvn(x, True, True, 1e-3)], [x])
-    compare(model, [sample([2, 3, 4], dtype)], tmp_path, **(F16 if dtype == np.float16 else {}))
+    m = model([ops2.mvn(x, False, False, 1e-3), ops2.mvn(x, True, True, 1e-3)], [x])
+    compare(m, [sample([2, 3, 4], dtype)], tmp_path, **(F16 if dtype == np.float16 else {}))
 
 
 def test_mvn_hand_example(tmp_path):
     """[1, 2, 3, 4]: mean 2.5, variance 1.25."""
     x = param([1, 4])
-    got = compare(model_of([ops6.mvn(x, const([1]), True, 0.0, "inside_sqrt")], [x]),
+    got = compare(model([ops6.mvn(x, const([1]), True, 0.0, "inside_sqrt")], [x]),
                   [np.array([[1, 2, 3, 4]], np.float32)], tmp_path)
     np.testing.assert_allclose(next(iter(got.values())), [[-1.5, -0.5, 0.5, 1.5]] / np.sqrt(1.25), rtol=1e-6)
 
@@ -119,7 +122,7 @@ def test_mvn6_axes_and_modes(eps_mode, tmp_path):
     """eps = 0.5 so that inside and outside the root differ; a dynamic batch."""
     x = param([-1, 3, 4, 5])
     outputs = [ops6.mvn(x, const(axes), variance, 0.5, eps_mode) for axes in MVN6_AXES for variance in (True, False)]
-    compare(model_of(outputs, [x]), [sample([2, 3, 4, 5])], tmp_path)
+    compare(model(outputs, [x]), [sample([2, 3, 4, 5])], tmp_path)
 
 
 def test_mvn6_ranks_and_axes_types(tmp_path):
@@ -129,7 +132,7 @@ def test_mvn6_ranks_and_axes_types(tmp_path):
     for x, rank in zip(xs, shapes):
         for axes, axes_dtype in (([-1], np.int32), (list(range(rank)), np.int64), ([rank - 1, 0][:rank], np.uint8)):
             outputs.append(ops6.mvn(x, const(axes, axes_dtype), True, 1e-4, "outside_sqrt"))
-    compare(model_of(outputs, xs), [sample(s) for s in shapes.values()], tmp_path)
+    compare(model(outputs, xs), [sample(s) for s in shapes.values()], tmp_path)
 
 
 @pytest.mark.parametrize("shape", [[2, 3, 4], [2, 3]], ids=str)
@@ -137,7 +140,7 @@ def test_mvn6_empty_axes_gives_zeros(shape, tmp_path):
     """Each element is its own mean.  oracle="reference" for 2-D data: the CPU plugin returns the
     input unchanged there (it gives zeros for 3-D and up)."""
     x = param(shape)
-    got = compare(model_of([ops6.mvn(x, const([]), True, 1e-3, "inside_sqrt")], [x]), [sample(shape)], tmp_path,
+    got = compare(model([ops6.mvn(x, const([]), True, 1e-3, "inside_sqrt")], [x]), [sample(shape)], tmp_path,
                   oracle="reference" if len(shape) == 2 else "cpu")
     assert not np.any(next(iter(got.values())))
 
@@ -145,9 +148,9 @@ def test_mvn6_empty_axes_gives_zeros(shape, tmp_path):
 @pytest.mark.parametrize("dtype", [np.float16, np.int32, np.int64, np.int8])
 def test_mvn6_element_types(dtype, tmp_path):
     x = param([2, 3, 4], dtype)
-    model = model_of([ops6.mvn(x, const([2]), False, 1e-3, "inside_sqrt"),
-                      ops6.mvn(x, const([1, 2]), True, 1e-3, "outside_sqrt")], [x])
-    compare(model, [sample([2, 3, 4], dtype)], tmp_path, **(F16 if dtype == np.float16 else {}))
+    m = model([ops6.mvn(x, const([2]), False, 1e-3, "inside_sqrt"),
+               ops6.mvn(x, const([1, 2]), True, 1e-3, "outside_sqrt")], [x])
+    compare(m, [sample([2, 3, 4], dtype)], tmp_path, **(F16 if dtype == np.float16 else {}))
 
 
 @pytest.mark.parametrize("shape,axes,axes_dtype", [
@@ -180,10 +183,10 @@ def test_batch_norm(version, tmp_path):
     shapes = [[4, 3], [2, 3, 5], [-1, 3, 4, 5], [2, -1, 2, 3, 2]]
     xs = [param(s, name=f"x{i}") for i, s in enumerate(shapes)]
     outputs = [BATCH_NORM[version](x, normal(3), normal(3), normal(3), positive(3), 1e-3) for x in xs]
-    model = model_of(outputs, xs)
-    compare(model, [sample([3 if i == 1 else 2 if d == -1 else d for i, d in enumerate(s)]) for s in shapes],
+    m = model(outputs, xs)
+    compare(m, [sample([3 if i == 1 else 2 if d == -1 else d for i, d in enumerate(s)]) for s in shapes],
             tmp_path)
-    xml = save(model, tmp_path)
+    xml = save(m, tmp_path)
     data_port = 2 if version == 1 else 0
     for node in etree.parse(str(xml)).iterfind(".//layer[@type='BatchNormInference']"):
         ranks = [len(p.findall("dim")) for p in node.find("input").findall("port")]
@@ -194,11 +197,11 @@ def test_batch_norm(version, tmp_path):
 
 def test_batch_norm_f16_and_compressed_weights(tmp_path):
     x, h = param([2, 3, 4]), param([2, 3, 4], np.float16, "h")
-    model = model_of([ops5.batch_norm_inference(x, normal(3), normal(3), normal(3), positive(3), 1e-5)], [x])
-    compare(model, [sample([2, 3, 4])], tmp_path / "c", compress=True, rtol=2e-3, atol=2e-3)
+    m = model([ops5.batch_norm_inference(x, normal(3), normal(3), normal(3), positive(3), 1e-5)], [x])
+    compare(m, [sample([2, 3, 4])], tmp_path / "c", compress=True, rtol=2e-3, atol=2e-3)
     f16 = [normal(3, np.float16), normal(3, np.float16), normal(3, np.float16), positive(3, np.float16)]
-    model = model_of([ops1.batch_norm_inference(h, *f16, 1e-3)], [h])
-    compare(model, [sample([2, 3, 4], np.float16)], tmp_path, **F16)
+    m = model([ops1.batch_norm_inference(h, *f16, 1e-3)], [h])
+    compare(m, [sample([2, 3, 4], np.float16)], tmp_path, **F16)
 
 
 BATCH_NORM_SHAPES = [
@@ -252,11 +255,11 @@ NL2_AXES = [[1], [-1], [0], [1, 2], [2, 3], [1, 2, 3], [0, 1, 2, 3], [3, 1], [1,
 def test_normalize_l2(eps_mode, tmp_path):
     """eps = 3 is larger than some sums of squares, so add and max differ; a zero slice gives 0."""
     x = param([2, 3, -1, 5])
-    model = model_of([normalize_l2(x, const(axes), 3.0, eps_mode) for axes in NL2_AXES], [x])
+    m = model([normalize_l2(x, const(axes), 3.0, eps_mode) for axes in NL2_AXES], [x])
     data = sample([2, 3, 4, 5], scale=1.0, offset=0.0)
     data[0, :, 0, 0] = 0
-    compare(model, [data], tmp_path)
-    assert f'eps_mode="{eps_mode}"' in save(model, tmp_path).read_text()
+    compare(m, [data], tmp_path)
+    assert f'eps_mode="{eps_mode}"' in save(m, tmp_path).read_text()
 
 
 def test_normalize_l2_ranks_and_empty_axes(tmp_path):
@@ -268,7 +271,7 @@ def test_normalize_l2_ranks_and_empty_axes(tmp_path):
                normalize_l2(xs[1], const([1.7], np.float32), 1e-6, "add"),   # float axes truncate: [1]
                normalize_l2(xs[3], const([]), 1e-6, "add")]
     data = [sample([6]), sample([3, 4]), sample([2, 3, 2, 2, 3]), np.array([[0, np.nan, -2, 1e-30]], np.float32)]
-    got = list(compare(model_of(outputs, xs), data, tmp_path).values())
+    got = list(compare(model(outputs, xs), data, tmp_path).values())
     np.testing.assert_array_equal(got[4], [[0, 1, 1, 1]])
 
 
@@ -278,14 +281,14 @@ def test_normalize_l2_element_types(dtype, tmp_path):
     u8 and i8 right only on the axes its own kernel handles ([1] and [1, 2, ...]); elsewhere its
     decomposition gives values like 2."""
     x = param([2, 3, 4], dtype)
-    model = model_of([normalize_l2(x, const([1]), 1e-3, "add"), normalize_l2(x, const([1, 2]), 1e-3, "max")], [x])
+    m = model([normalize_l2(x, const([1]), 1e-3, "add"), normalize_l2(x, const([1, 2]), 1e-3, "max")], [x])
     data = sample([2, 3, 4], dtype) if dtype != np.float16 else sample([2, 3, 4], dtype, 1.0, 0.0)
-    compare(model, [data], tmp_path, **(F16 if dtype == np.float16 else {}))
+    compare(m, [data], tmp_path, **(F16 if dtype == np.float16 else {}))
 
 
 def test_normalize_l2_hand_example(tmp_path):
     x = param([2, 2])
-    got = compare(model_of([normalize_l2(x, const([1]), 0.0, "add"), normalize_l2(x, const([1]), 100.0, "max")], [x]),
+    got = compare(model([normalize_l2(x, const([1]), 0.0, "add"), normalize_l2(x, const([1]), 100.0, "max")], [x]),
                   [np.array([[3, 4], [0, 0]], np.float32)], tmp_path)
     add, floor = got.values()
     np.testing.assert_allclose(add, [[0.6, 0.8], [np.nan, np.nan]])          # 0 / 0
@@ -298,14 +301,14 @@ def test_normalize_l2_hand_example(tmp_path):
                                           ([1, 4, 2, 2, 3], (1, 4))], ids=str)
 def test_group_normalization(shape, groups, tmp_path):
     x = param(shape)
-    model = model_of([ops12.group_normalization(x, normal(shape[1]), normal(shape[1]), g, 1e-4) for g in groups], [x])
-    compare(model, [sample([3 if d == -1 else d for d in shape])], tmp_path)
+    m = model([ops12.group_normalization(x, normal(shape[1]), normal(shape[1]), g, 1e-4) for g in groups], [x])
+    compare(m, [sample([3 if d == -1 else d for d in shape])], tmp_path)
 
 
 def test_group_normalization_f16(tmp_path):
     x = param([2, 4, 3], np.float16)
-    model = model_of([ops12.group_normalization(x, normal(4, np.float16), normal(4, np.float16), 2, 1e-3)], [x])
-    compare(model, [sample([2, 4, 3], np.float16)], tmp_path, **F16)
+    m = model([ops12.group_normalization(x, normal(4, np.float16), normal(4, np.float16), 2, 1e-3)], [x])
+    compare(m, [sample([2, 4, 3], np.float16)], tmp_path, **F16)
 
 
 GROUP_NORM_SHAPES = [
@@ -359,7 +362,7 @@ def test_lrn(shape, axes_sets, tmp_path):
     x = param(shape)
     outputs = [ops1.lrn(x, const(axes), alpha, 0.75, bias, size) for axes in axes_sets
                for size, alpha, bias in ((1, 1e-4, 1), (2, 0.5, 2), (3, 0.7, 1), (4, 2.0, 3), (5, 0.3, 1))]
-    compare(model_of(outputs, [x]), [sample([5 if d == -1 else d for d in shape])], tmp_path)
+    compare(model(outputs, [x]), [sample([5 if d == -1 else d for d in shape])], tmp_path)
 
 
 def test_lrn_fractional_bias_and_any_axes(tmp_path):
@@ -370,12 +373,12 @@ def test_lrn_fractional_bias_and_any_axes(tmp_path):
     cases = [  # axes, alpha, beta, bias, size
         ([1], 0.6, 0.75, 1.5, 3), ([0], 0.6, 0.75, 2.25, 2), ([-1], 1.0, 0.5, 1.0, 3), ([1, 2, 3], 0.2, 1.0, 1.0, 3),
         ([0, 2], 0.5, 0.6, 0.5, 4), ([2, 2], 0.5, 0.75, 1.0, 3)]
-    model = model_of([ops1.lrn(x, const(axes), alpha, beta, bias, size) for axes, alpha, beta, bias, size in cases],
-                     [x])
-    got = irrun_run(save(model, tmp_path), [data])
+    m = model([ops1.lrn(x, const(axes), alpha, beta, bias, size) for axes, alpha, beta, bias, size in cases],
+              [x])
+    got = irrun_run(save(m, tmp_path), [data])
     for actual, (axes, alpha, beta, bias, size) in zip(got, cases):
         np.testing.assert_allclose(actual, lrn_reference_loop(data, axes, alpha, beta, bias, size), rtol=1e-5)
-    cpu_bias_1_5 = run_openvino(save(model_of([ops1.lrn(x, const([1]), 0.6, 0.75, 1.5, 3)], [x]), tmp_path / "b"),
+    cpu_bias_1_5 = run_openvino(save(model([ops1.lrn(x, const([1]), 0.6, 0.75, 1.5, 3)], [x]), tmp_path / "b"),
                                 [data])[0]
     np.testing.assert_allclose(cpu_bias_1_5, lrn_reference_loop(data, [1], 0.6, 0.75, 1.0, 3), rtol=1e-5)
 
@@ -383,7 +386,7 @@ def test_lrn_fractional_bias_and_any_axes(tmp_path):
 @pytest.mark.parametrize("dtype", [np.float16, np.int32, np.uint8])
 def test_lrn_element_types(dtype, tmp_path):
     x = param([2, 4, 3], dtype)
-    compare(model_of([ops1.lrn(x, const([1]), 0.01, 0.75, 1, 3), ops1.lrn(x, const([2]), 0.5, 0.3, 2, 2)], [x]),
+    compare(model([ops1.lrn(x, const([1]), 0.01, 0.75, 1, 3), ops1.lrn(x, const([2]), 0.5, 0.3, 2, 2)], [x]),
             [sample([2, 4, 3], dtype)], tmp_path, **(F16 if dtype == np.float16 else {}))
 
 

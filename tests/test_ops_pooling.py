@@ -20,13 +20,13 @@ import openvino.opset16 as ops16
 import pytest
 from lxml import etree
 
-from ovutil import compare, evaluate_reference, run_openvino, save
+from ovutil import (
+    compare, edited_ir, evaluate_reference, irrun_infer, irrun_infer_all, irrun_outputs, layer_of, openvino_refuses,
+    ov_shape_text, run_openvino, save, tensor_type
+)
 import irrun
 from irrun.errors import ShapeError
-from irrun.etypes import from_dtype
-from irrun.registry import TensorType, implementation
-from irrun.shapes import Dim, format_shape
-from irrun.spec import all_specs, parse_attrs
+from irrun.shapes import format_shape
 
 RNG = np.random.default_rng(11)
 D = ov.Dimension
@@ -145,10 +145,6 @@ def test_avgpool_dynamic_input(version, shape, concrete, auto_pad, tmp_path):
 
 
 # ---------------------------------------------------------------- AvgPool hand-checked
-
-def irrun_outputs(model: ov.Model, inputs, tmp_path) -> list[np.ndarray]:
-    return list(irrun.load(save(model, tmp_path)).infer(inputs).values())
-
 
 @pytest.mark.parametrize("exclude_pad, expected", [(True, [[1.0, 2.5], [5.5, 7.0]]),
                                                    (False, [[0.25, 1.25], [2.75, 7.0]])])
@@ -469,31 +465,6 @@ def test_adaptive_maxpool_nan_and_ties(tmp_path):
 
 # ---------------------------------------------------------------- shape functions vs OpenVINO
 
-def irrun_infer(type_name, version, attrs, inputs) -> list[TensorType]:
-    spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(spec, attrs)
-    assert not problems, problems
-    return implementation(type_name, version)(spec, parsed).infer(inputs)
-
-
-def ov_shape_text(partial_shape) -> str:
-    """OpenVINO's PartialShape in irrun's notation."""
-    return "[...]" if partial_shape.rank.is_dynamic else str(partial_shape).replace(" ", "")
-
-
-def as_dim(d):
-    if isinstance(d, int):
-        return d
-    if d.is_static:
-        return d.get_length()
-    return Dim(d.get_min_length(), None if d.get_max_length() == -1 else d.get_max_length())
-
-
-def as_partial(shape) -> TensorType:
-    """irrun's view of a shape given as a list of ints and ov.Dimensions (None: dynamic rank)."""
-    return TensorType(None if shape is None else tuple(as_dim(d) for d in shape), from_dtype(np.float32))
-
-
 def pool_attrs(kernel, strides, pads_begin, pads_end, rounding, auto_pad, **extra) -> dict[str, str]:
     text = lambda v: ",".join(map(str, v))  # noqa: E731
     return {"kernel": text(kernel), "strides": text(strides), "pads_begin": text(pads_begin),
@@ -524,7 +495,7 @@ def test_window_shape_function_dynamic(data_shape):
                                 else ov.PartialShape(data_shape))
             node = ops14.max_pool(p, [2, 3], [1, 2], [1, 0], [2, 1], [3, 2], rounding, auto_pad)
             attrs = pool_attrs([3, 2], [2, 3], [1, 0], [2, 1], rounding, auto_pad, dilations="1,2")
-            out = irrun_infer("MaxPool", 14, attrs, [as_partial(data_shape)])
+            out = irrun_infer_all("MaxPool", 14, attrs, [tensor_type(data_shape)])
             expected = ov_shape_text(node.get_output_partial_shape(0))
             got = format_shape(out[0].shape)
             if auto_pad.startswith("same") and data_shape is not None:
@@ -557,7 +528,7 @@ def test_window_shape_function_static_sweep(spatial, rounding):
                 attrs = pool_attrs([kernel], [stride], [pads[0]], [pads[1]], rounding, auto_pad,
                                    **{"exclude-pad": "false"})
                 try:
-                    got = format_shape(irrun_infer("AvgPool", 14, attrs, [as_partial([1, 1, spatial])])[0].shape)
+                    got = format_shape(irrun_infer("AvgPool", 14, attrs, [tensor_type([1, 1, spatial])]).shape)
                 except ShapeError:
                     got = "error"
                 assert got == expected, (kernel, stride, auto_pad, pads)
@@ -568,47 +539,18 @@ def test_adaptive_shape_function():
              ([2, 3, D(5, 9), 8], None, "[2,3,?,?]"),
              (None, np.array([4, 2], np.int64), "[...]")]
     for shape, size, expected in cases:
-        data = as_partial(shape)
-        size_type = TensorType((2,), from_dtype(np.int64), value=size)
+        data = tensor_type(shape)
+        size_type = tensor_type([2], np.int64, size)
         for type_name, attrs in (("AdaptiveAvgPool", {}), ("AdaptiveMaxPool", {"index_element_type": "i32"})):
-            out = irrun_infer(type_name, 8, attrs, [data, size_type])
+            out = irrun_infer_all(type_name, 8, attrs, [data, size_type])
             assert [format_shape(t.shape) for t in out] == [expected] * len(out)
         assert out[1].etype.name == "i32"
 
 
 # ---------------------------------------------------------------- validate
 
-def layer_of(root, type_name):
-    return next(layer for layer in root.iter("layer") if layer.get("type") == type_name)
-
-
-def edited_ir(model: ov.Model, tmp_path: Path, type_name: str, attrs=None, drop=(), output_dims=None) -> Path:
-    """Save `model`, then change the pooling layer's <data> attributes or its first output's dims."""
-    xml = save(model, tmp_path)
-    tree = etree.parse(str(xml))
-    layer = layer_of(tree.getroot(), type_name)
-    data = layer.find("data")
-    for name, value in (attrs or {}).items():
-        data.set(name, value)
-    for name in drop:
-        del data.attrib[name]
-    if output_dims is not None:
-        for dim, value in zip(layer.find("output").find("port").findall("dim"), output_dims):
-            dim.text = str(value)
-    tree.write(str(xml))
-    return xml
-
-
 def errors(xml: Path) -> list:
     return irrun.validate(xml).errors
-
-
-def openvino_refuses(xml: Path) -> bool:
-    try:
-        ov.Core().read_model(str(xml))
-    except RuntimeError:
-        return True
-    return False
 
 
 def test_validate_declared_shape_names_the_arithmetic(tmp_path):

@@ -18,15 +18,14 @@ import openvino.opset1 as ops1
 import openvino.opset10 as ops4  # Interpolate-4 is built by opset10's (and opset4's) interpolate
 import openvino.opset11 as ops11
 import pytest
-from lxml import etree
-from ovutil import compare, evaluate_reference, run_openvino, save
+from ovutil import (
+    compare, const, edited_ir, evaluate_reference, irrun_infer, irrun_infer_all, model, only_output, ov_shape_text,
+    param, run_openvino, save, tensor_type
+)
 
 import irrun
 from irrun.errors import ShapeError, UnsupportedError
-from irrun.etypes import from_dtype
-from irrun.registry import TensorType, implementation
-from irrun.shapes import Dim, format_shape
-from irrun.spec import all_specs, parse_attrs
+from irrun.shapes import format_shape
 
 RNG = np.random.default_rng(5)
 D = ov.Dimension
@@ -41,14 +40,6 @@ def sample(shape, dtype=np.float32):
     if dtype.kind in "iu":
         return RNG.integers(-100, 100, shape).astype(dtype)
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def const(values, dtype):
-    return ops1.constant(np.asarray(values, dtype))
-
-
-def param(shape, dtype=np.float32):
-    return ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape(shape))
 
 
 def interp4(x, mode, sizes=None, scales=None, axes=None, **attrs):
@@ -71,16 +62,6 @@ def interp11(x, mode, sizes=None, scales=None, axes=None, **attrs):
 
 def interp1(x, mode, sizes, axes, **attrs):
     return ops1.interpolate(x, const(sizes, np.int64), {"axes": axes, "mode": mode, **attrs})
-
-
-def model(nodes, params) -> ov.Model:
-    return ov.Model([ops1.result(n) for n in nodes], list(params))
-
-
-def only(outputs: dict) -> np.ndarray:
-    """The single output of a one-output `compare`."""
-    (value,) = outputs.values()
-    return value
 
 
 def run_irrun(xml: Path, inputs) -> list[np.ndarray]:
@@ -216,7 +197,7 @@ def test_v4_linear_antialias_5d_upsampling_uses_reference(tmp_path):
     data = sample([1, 1, 3, 4, 5])
     got = compare(m, [data], tmp_path, oracle="reference")
     cpu = run_openvino(save(m, tmp_path), [data])[0]
-    assert (cpu == 0).sum() > (only(got) == 0).sum()
+    assert (cpu == 0).sum() > (only_output(got) == 0).sum()
 
 
 def test_v4_cubic_where_cpu_cannot(tmp_path):
@@ -272,7 +253,7 @@ def test_v4_linear_5d_integers_use_reference(dtype, tmp_path):
     nodes = [interp4(x, "linear", scales=[1.0, 2.0, 2.0], axes=[2, 3, 4])]
     data = (sample([1, 2, 3, 4, 4], dtype) // 2 * 2).astype(dtype)
     got = compare(model(nodes, [x]), [data], tmp_path, oracle="reference")
-    values = only(got).astype(np.int64)
+    values = only_output(got).astype(np.int64)
     assert ((values % 2) != 0).any()   # some ties landed on odd integers: rounding was exercised
 
 
@@ -305,7 +286,7 @@ def test_pytorch_upsample_nearest_scale_2(tmp_path):
     node = interp11(x, "nearest", scales=[2.0, 2.0], axes=[2, 3], coordinate_transformation_mode="asymmetric",
                     nearest_mode="floor")
     data = sample([1, 3, 4, 5])
-    got = only(compare(model([node], [x]), [data], tmp_path))
+    got = only_output(compare(model([node], [x]), [data], tmp_path))
     np.testing.assert_array_equal(got, data.repeat(2, axis=2).repeat(2, axis=3))
 
 
@@ -324,7 +305,7 @@ def test_pytorch_upsample_bilinear(align_corners, transform, tmp_path):
     node = interp11(x, "linear_onnx", scales=[2.0, 2.0], axes=[2, 3],
                     coordinate_transformation_mode="align_corners" if align_corners else transform)
     data = np.array([[[[1, 2], [3, 4]]]], np.float32)
-    got = only(compare(model([node], [x]), [data], tmp_path))
+    got = only_output(compare(model([node], [x]), [data], tmp_path))
     np.testing.assert_allclose(got[0, 0], PYTORCH_BILINEAR[align_corners], rtol=1e-6)
 
 
@@ -334,7 +315,7 @@ def test_pytorch_upsample_bicubic(tmp_path):
     x = param([1, 1, 2, 2])
     node = interp11(x, "cubic", scales=[2.0, 2.0], axes=[2, 3], coordinate_transformation_mode="pytorch_half_pixel")
     data = np.array([[[[1, 2], [3, 4]]]], np.float32)
-    got = only(compare(model([node], [x]), [data], tmp_path))
+    got = only_output(compare(model([node], [x]), [data], tmp_path))
     np.testing.assert_allclose(got[0, 0, 0], [0.68359375, 1.015625, 1.5625, 1.89453125], rtol=1e-6)
 
 
@@ -342,7 +323,7 @@ def test_pillow_bilinear_hand_checked(tmp_path):
     """[1, 2, 3, 4] halved: window radius 2 around centre 1.0, weights 3/7, 3/7, 1/7 -> 12/7 and 23/7."""
     x = param([1, 4])
     node = interp11(x, "bilinear_pillow", [1, 2], axes=[0, 1])
-    got = only(compare(model([node], [x]), [np.array([[1, 2, 3, 4]], np.float32)], tmp_path))
+    got = only_output(compare(model([node], [x]), [np.array([[1, 2, 3, 4]], np.float32)], tmp_path))
     np.testing.assert_allclose(got, [[12 / 7, 23 / 7]], rtol=1e-6)
 
 
@@ -435,7 +416,7 @@ def test_v1_default_align_corners_and_nearest_rounding(tmp_path):
     x = param([1, 1, 1, 4])
     got = compare(model([interp1(x, "nearest", [1, 6], [2, 3])], [x]),
                   [np.arange(4, dtype=np.float32).reshape(1, 1, 1, 4)], tmp_path)
-    np.testing.assert_array_equal(only(got).reshape(-1), [0, 0, 1, 1, 2, 3])
+    np.testing.assert_array_equal(only_output(got).reshape(-1), [0, 0, 1, 1, 2, 3])
 
 
 def test_v1_area_has_no_kernel(tmp_path):
@@ -449,43 +430,6 @@ def test_v1_area_has_no_kernel(tmp_path):
 
 
 # ---------------------------------------------------------------- shape functions against OpenVINO
-
-def irrun_infer(version, attrs, inputs) -> list[TensorType]:
-    spec = all_specs()[("Interpolate", version)]
-    parsed, problems = parse_attrs(spec, attrs)
-    assert not problems, problems
-    return implementation("Interpolate", version)(spec, parsed).infer(inputs)
-
-
-def as_tensor(shape, dtype=np.float32, value=None) -> TensorType:
-    """irrun's view of a tensor whose shape is given as ints (-1: dynamic) and ov.Dimensions."""
-    dims = None if shape is None else tuple(_as_dim(d) for d in shape)
-    return TensorType(dims, from_dtype(dtype), None if value is None else np.asarray(value, dtype))
-
-
-def _as_dim(d):
-    if isinstance(d, int) and d >= 0:
-        return d
-    d = D(d) if isinstance(d, int) else d
-    hi = d.get_max_length()
-    return Dim(d.get_min_length(), None if hi < 0 else hi)
-
-
-def ov_text(partial_shape) -> str:
-    return "[...]" if partial_shape.rank.is_dynamic else str(partial_shape).replace(" ", "")
-
-
-def xml_attrs(node) -> dict[str, str]:
-    """The node's attributes as the IR writes them."""
-    out = {}
-    for name, value in node.get_attributes().items():
-        if isinstance(value, bool):
-            value = str(value).lower()
-        elif isinstance(value, (list, tuple)):
-            value = ",".join(map(str, value))
-        out[name] = str(value)
-    return out
-
 
 SHAPE_CASES = [  # (data shape, values, axes, scales mode, pads)
     ([1, 3, -1, -1], [2.0, 0.5], [2, 3], True, None),
@@ -512,44 +456,45 @@ def test_shape_function_matches_openvino(version, case):
     if version == 4:
         node = interp4(x, "nearest", None if use_scales else values, values if use_scales else None, axes, **attrs)
         n = len(values)
-        inputs = [as_tensor(shape), as_tensor([n], np.int64, [1] * n if use_scales else values),
-                  as_tensor([n], np.float32, values if use_scales else [1.0] * n)]
+        inputs = [tensor_type(shape), tensor_type([n], np.int64, [1] * n if use_scales else values),
+                  tensor_type([n], np.float32, values if use_scales else [1.0] * n)]
     else:
         node = interp11(x, "nearest", None if use_scales else values, values if use_scales else None, axes, **attrs)
-        inputs = [as_tensor(shape), as_tensor([len(values)], dtype, values)]
+        inputs = [tensor_type(shape), tensor_type([len(values)], dtype, values)]
     if axes is not None:
-        inputs.append(as_tensor([len(axes)], np.int64, axes))
-    got = irrun_infer(version, xml_attrs(node), inputs)[0]
-    assert format_shape(got.shape) == ov_text(node.get_output_partial_shape(0))
+        inputs.append(tensor_type([len(axes)], np.int64, axes))
+    got = irrun_infer("Interpolate", version, node.get_attributes(), inputs)
+    assert format_shape(got.shape) == ov_shape_text(node.get_output_partial_shape(0))
 
 
 def test_shape_function_unknown_values():
     """Unknown sizes: the resized dims are dynamic; unknown axes: every dim is."""
     attrs = {"mode": "nearest", "shape_calculation_mode": "sizes"}
-    data, axes = as_tensor([1, 3, 8, 8]), as_tensor([2], np.int64, [2, 3])
-    unknown_sizes = irrun_infer(11, attrs, [data, as_tensor([2], np.int64), axes])[0]
-    unknown_axes = irrun_infer(11, attrs, [data, as_tensor([2], np.int64, [4, 4]), as_tensor([2], np.int64)])[0]
+    data, axes = tensor_type([1, 3, 8, 8]), tensor_type([2], np.int64, [2, 3])
+    unknown_sizes = irrun_infer("Interpolate", 11, attrs, [data, tensor_type([2], np.int64), axes])
+    unknown_axes = irrun_infer("Interpolate", 11, attrs,
+                               [data, tensor_type([2], np.int64, [4, 4]), tensor_type([2], np.int64)])
     for got, node in ((unknown_sizes, ops11.interpolate(param([1, 3, 8, 8]), param([2], np.int64), "nearest", "sizes",
                                                         axes=const([2, 3], np.int64))),
                       (unknown_axes, ops11.interpolate(param([1, 3, 8, 8]), const([4, 4], np.int64), "nearest", "sizes",
                                                        axes=param([2], np.int64)))):
-        assert format_shape(got.shape) == ov_text(node.get_output_partial_shape(0))
+        assert format_shape(got.shape) == ov_shape_text(node.get_output_partial_shape(0))
 
 
 def test_v1_shape_function():
     attrs = {"axes": "2,3", "mode": "linear"}
-    got = irrun_infer(1, attrs, [as_tensor([1, 3, -1, 9]), as_tensor([2], np.int64, [5, 4])])[0]
+    got = irrun_infer("Interpolate", 1, attrs, [tensor_type([1, 3, -1, 9]), tensor_type([2], np.int64, [5, 4])])
     node = interp1(param([1, 3, -1, 9]), "linear", [5, 4], [2, 3])
-    assert format_shape(got.shape) == ov_text(node.get_output_partial_shape(0)) == "[1,3,5,4]"
+    assert format_shape(got.shape) == ov_shape_text(node.get_output_partial_shape(0)) == "[1,3,5,4]"
 
 
 def _v4_inputs(sizes, axes):
-    return [as_tensor([1, 3, 8, 8]), as_tensor([len(sizes)], np.int64, sizes),
-            as_tensor([len(sizes)], np.float32, [1.0] * len(sizes)), as_tensor([len(axes)], np.int64, axes)]
+    return [tensor_type([1, 3, 8, 8]), tensor_type([len(sizes)], np.int64, sizes),
+            tensor_type([len(sizes)], np.float32, [1.0] * len(sizes)), tensor_type([len(axes)], np.int64, axes)]
 
 
 def _v11_inputs(values, dtype):
-    return [as_tensor([1, 3, 8, 8]), as_tensor([2], dtype, values), as_tensor([2], np.int64, [2, 3])]
+    return [tensor_type([1, 3, 8, 8]), tensor_type([2], dtype, values), tensor_type([2], np.int64, [2, 3])]
 
 
 INCONSISTENT = [  # (OpenVINO node, irrun version, attrs, irrun inputs, message)
@@ -569,33 +514,15 @@ def test_inconsistent_operands_refused_like_openvino(make, version, attrs, input
     with pytest.raises(RuntimeError):
         make(param([1, 3, 8, 8]))
     with pytest.raises(ShapeError) as err:
-        irrun_infer(version, attrs, inputs)
+        irrun_infer_all("Interpolate", version, attrs, inputs)
     assert words in str(err.value)
 
 
 # ---------------------------------------------------------------- validate
 
-def edited_ir(m: ov.Model, tmp_path: Path, attrs=None, drop=(), output_dims=None) -> Path:
-    """Save `m`, then edit the Interpolate layer's <data> or its output dims."""
-    folder = Path(tmp_path) / f"edited{len(list(Path(tmp_path).iterdir()))}"   # never overwrite a mapped .bin
-    folder.mkdir()
-    xml = save(m, folder)
-    tree = etree.parse(str(xml))
-    layer = next(layer for layer in tree.getroot().iter("layer") if layer.get("type") == "Interpolate")
-    for name, value in (attrs or {}).items():
-        layer.find("data").set(name, value)
-    for name in drop:
-        del layer.find("data").attrib[name]
-    if output_dims is not None:
-        for dim, value in zip(layer.find("output").find("port").findall("dim"), output_dims):
-            dim.text = str(value)
-    tree.write(str(xml))
-    return xml
-
-
 def test_validate_declared_shape_names_the_arithmetic(tmp_path):
     x = param([1, 3, 7, 8])
-    xml = edited_ir(model([interp4(x, "nearest", scales=[1.5, 2.0], axes=[2, 3])], [x]), tmp_path,
+    xml = edited_ir(model([interp4(x, "nearest", scales=[1.5, 2.0], axes=[2, 3])], [x]), tmp_path, "Interpolate",
                     output_dims=[1, 3, 11, 16])
     problems = irrun.validate(xml).errors
     assert [e.code for e in problems] == ["E-DECLARED-SHAPE"]
@@ -629,7 +556,7 @@ def test_missing_mode_attributes_default_like_openvino(tmp_path):
     """The spec marks mode and shape_calculation_mode required; OpenVINO reads them missing as nearest and sizes."""
     x = param([1, 2, 5, 6])
     m = model([interp4(x, "linear_onnx", [8, 4], axes=[2, 3], coordinate_transformation_mode="asymmetric")], [x])
-    xml = edited_ir(m, tmp_path, drop=("mode", "shape_calculation_mode"))
+    xml = edited_ir(m, tmp_path, "Interpolate", drop=("mode", "shape_calculation_mode"))
     assert irrun.validate(xml).ok
     data = sample([1, 2, 5, 6])
     np.testing.assert_array_equal(run_irrun(xml, [data])[0], run_openvino(xml, [data])[0])
@@ -638,7 +565,7 @@ def test_missing_mode_attributes_default_like_openvino(tmp_path):
 def test_v1_unknown_mode_is_an_attribute_error(tmp_path):
     """OpenVINO reads any v1 mode string and fails only when it runs."""
     x = param([1, 1, 4, 4])
-    xml = edited_ir(model([interp1(x, "linear", [6, 6], [2, 3])], [x]), tmp_path, {"mode": "bogus"})
+    xml = edited_ir(model([interp1(x, "linear", [6, 6], [2, 3])], [x]), tmp_path, "Interpolate", {"mode": "bogus"})
     with pytest.raises(RuntimeError):
         run_openvino(xml, [sample([1, 1, 4, 4])])
     assert [e.code for e in irrun.validate(xml).errors] == ["E-ATTR-ENUM"]

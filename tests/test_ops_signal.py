@@ -22,27 +22,16 @@ import openvino.opset12 as ops12
 import openvino.opset15 as ops15
 import openvino.opset16 as ops16
 import pytest
-from lxml import etree
 
 import irrun
 from irrun.errors import ShapeError
-from ovutil import as_tensor_type, assert_close, check_shape_function, compare, irrun_infer, run_openvino, save
+from ovutil import (
+    as_tensor_type, assert_close, check_shape_function, compare, const, edited_ir, irrun_infer, model, param,
+    run_openvino, save
+)
 
 RNG = np.random.default_rng(11)
 D = ov.Dimension
-
-
-def param(shape, dtype=np.float32):
-    return ov.op.Parameter(ov.Type(np.dtype(dtype)),
-                           ov.PartialShape.dynamic() if shape is None else ov.PartialShape(shape))
-
-
-def const(values, dtype=np.int64):
-    return ops1.constant(np.array(values, dtype=dtype))
-
-
-def model(node, params) -> ov.Model:
-    return ov.Model(node.outputs(), params)
 
 
 def normal(shape, dtype=np.float32):
@@ -661,33 +650,6 @@ def test_stft_istft_element_types():
 
 
 # ---------------------------------------------------------------- validate
-
-def edited_ir(m: ov.Model, tmp_path: Path, type_name: str, output_dims=None, input_dims: dict | None = None) -> Path:
-    """Save `m`, then overwrite the declared dims of `type_name`'s output 0 or of some of its input ports
-    (and of the Parameter feeding that port)."""
-    xml = save(m, tmp_path)
-    tree = etree.parse(str(xml))
-    layers = {l.get("id"): l for l in tree.getroot().iter("layer")}
-    layer = next(l for l in layers.values() if l.get("type") == type_name)
-
-    def set_dims(port, dims):
-        for old in port.findall("dim"):
-            port.remove(old)
-        for d in dims:
-            etree.SubElement(port, "dim").text = str(d)
-
-    if output_dims is not None:
-        set_dims(layer.find("output").findall("port")[0], output_dims)
-    for port_id, dims in (input_dims or {}).items():
-        set_dims(layer.find("input").findall("port")[port_id], dims)
-        edge = next(e for e in tree.getroot().iter("edge")
-                    if e.get("to-layer") == layer.get("id") and e.get("to-port") == str(port_id))
-        source = layers[edge.get("from-layer")]
-        source.find("data").set("shape", ",".join(map(str, dims)))
-        set_dims(source.find("output").findall("port")[0], dims)
-    tree.write(str(xml))
-    return xml
-
 
 def test_validate_dft_declared_shape(tmp_path):
     p = param([3, 6, 2])

@@ -5,7 +5,6 @@ where the CPU plugin is known to be wrong (each case says why); shape
 functions against OpenVINO's own partial-shape inference; and validate tests.
 Divergences are recorded in specs/errata/detection.md.
 """
-from pathlib import Path
 
 import numpy as np
 import openvino as ov
@@ -14,30 +13,18 @@ import openvino.opset3 as ops3
 import openvino.opset11 as ops11
 import openvino.opset16 as ops16
 import pytest
-from lxml import etree
 
-from ovutil import compare, run_openvino, save
+from ovutil import (
+    compare, edited_ir, irrun_infer, irrun_infer_all, model, openvino_refuses, ov_shape_text, param, run_openvino,
+    save, tensor_type
+)
 import irrun
 from irrun.errors import ShapeError
-from irrun.etypes import from_dtype
-from irrun.registry import TensorType, implementation
-from irrun.shapes import Dim, format_shape
-from irrun.spec import all_specs, parse_attrs
+from irrun.shapes import format_shape
 
 RNG = np.random.default_rng(7)
 D = ov.Dimension
 TOPK = {1: ops1, 3: ops3, 11: ops11}
-
-
-def param(shape, dtype=np.float32, name=None):
-    p = ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape.dynamic() if shape is None else ov.PartialShape(shape))
-    if name:
-        p.set_friendly_name(name)
-    return p
-
-
-def model(node, params) -> ov.Model:
-    return ov.Model(node.outputs(), params)
 
 
 def distinct(shape, dtype=np.float32):
@@ -49,51 +36,6 @@ def distinct(shape, dtype=np.float32):
     if np.dtype(dtype).kind == "f":
         values = values * 0.37
     return values.reshape(shape).astype(dtype)
-
-
-def irrun_infer(type_name, version, attrs, inputs) -> list[TensorType]:
-    spec = all_specs()[(type_name, version)]
-    parsed, problems = parse_attrs(spec, attrs)
-    assert not problems, problems
-    return implementation(type_name, version)(spec, parsed).infer(inputs)
-
-
-def ov_shape_text(partial_shape) -> str:
-    return "[...]" if partial_shape.rank.is_dynamic else str(partial_shape).replace(" ", "")
-
-
-def as_dim(d):
-    if isinstance(d, int):
-        return Dim() if d == -1 else d
-    if d.is_static:
-        return d.get_length()
-    return Dim(d.get_min_length(), None if d.get_max_length() == -1 else d.get_max_length())
-
-
-def as_type(shape, dtype=np.float32, value=None) -> TensorType:
-    return TensorType(None if shape is None else tuple(as_dim(d) for d in shape), from_dtype(dtype),
-                      None if value is None else np.asarray(value))
-
-
-def edited_ir(m: ov.Model, tmp_path: Path, type_name: str, attrs=None, output_dims=None, port=0) -> Path:
-    xml = save(m, tmp_path)
-    tree = etree.parse(str(xml))
-    layer = next(l for l in tree.getroot().iter("layer") if l.get("type") == type_name)
-    for name, value in (attrs or {}).items():
-        layer.find("data").set(name, value)
-    if output_dims is not None:
-        for dim, value in zip(layer.find("output").findall("port")[port].findall("dim"), output_dims):
-            dim.text = str(value)
-    tree.write(str(xml))
-    return xml
-
-
-def openvino_refuses(xml: Path) -> bool:
-    try:
-        ov.Core().read_model(str(xml))
-    except RuntimeError:
-        return True
-    return False
 
 
 # ---------------------------------------------------------------- TopK differential
@@ -193,8 +135,8 @@ def test_topk_shape_function(data_shape, k, tmp_path):
     """Output shapes against OpenVINO's shape inference (k known, k zero, k from a Parameter)."""
     k_node = param([], np.int64) if k is None else ops1.constant(np.int64(k))
     node = ops11.topk(param(data_shape), k_node, 1, "max", "value", "i64")
-    out = irrun_infer("TopK", 11, {"axis": "1", "mode": "max", "sort": "value", "index_element_type": "i64"},
-                      [as_type(data_shape), as_type([], np.int64, k)])
+    out = irrun_infer_all("TopK", 11, {"axis": "1", "mode": "max", "sort": "value", "index_element_type": "i64"},
+                          [tensor_type(data_shape), tensor_type([], np.int64, k)])
     assert [format_shape(t.shape) for t in out] == [ov_shape_text(o.get_partial_shape()) for o in node.outputs()]
     assert [t.etype.name for t in out] == ["f32", "i64"]
 
@@ -256,7 +198,7 @@ def test_nonzero_dynamic_input(tmp_path):
                                         [2, D(0, 3)]], ids=str)
 def test_nonzero_shape_function(data_shape):
     node = ops3.non_zero(param(data_shape), "i32")
-    out = irrun_infer("NonZero", 3, {"output_type": "i32"}, [as_type(data_shape)])
+    out = irrun_infer_all("NonZero", 3, {"output_type": "i32"}, [tensor_type(data_shape)])
     assert format_shape(out[0].shape) == ov_shape_text(node.get_output_partial_shape(0))
     assert out[0].etype.name == "i32"
 
@@ -264,7 +206,7 @@ def test_nonzero_shape_function(data_shape):
 def test_nonzero_of_a_constant_is_static(tmp_path):
     c = ops1.constant(np.array([[0, 1.0], [np.nan, -0.0]], np.float32))
     node = ops3.non_zero(c)
-    out = irrun_infer("NonZero", 3, {}, [as_type([2, 2], np.float32, c.get_data())])
+    out = irrun_infer_all("NonZero", 3, {}, [tensor_type([2, 2], np.float32, c.get_data())])
     assert format_shape(out[0].shape) == ov_shape_text(node.get_output_partial_shape(0)) == "[2,2]"
 
 
@@ -339,14 +281,14 @@ def test_range_shape_function(start, stop, step, version, dtype, output_type):
         expected = "error"
     attrs = {} if version == 1 else {"output_type": output_type}
     try:
-        got = format_shape(irrun_infer("Range", version, attrs, [as_type([], dtype, v) for v in values])[0].shape)
+        got = format_shape(irrun_infer("Range", version, attrs, [tensor_type([], dtype, v) for v in values]).shape)
     except ShapeError:
         got = "error"
     assert got == expected
 
 
 def test_range_unknown_values_give_dynamic_length():
-    out = irrun_infer("Range", 4, {"output_type": "i64"}, [as_type([], np.float32)] * 3)
+    out = irrun_infer_all("Range", 4, {"output_type": "i64"}, [tensor_type([], np.float32)] * 3)
     assert format_shape(out[0].shape) == "[?]" and out[0].etype.name == "i64"
 
 
