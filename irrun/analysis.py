@@ -8,6 +8,7 @@ run reports every problem.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -29,6 +30,10 @@ FOLD_LIMIT = 1 << 16
 # Attribute problems after which the op would run on a default value: skip its inference.
 _UNREADABLE_ATTR = ("E-ATTR-MISSING", "E-ATTR-VALUE", "E-ATTR-ENUM", "E-ATTR-LENGTH")
 
+# Ops whose shape function reads more than their attributes and input types
+# (an Assign checks its variable's type): never shared between layers.
+_SEES_THE_MODEL = frozenset({"Assign"})
+
 # Ops an IR needs that are not computations.
 SOURCE_TYPES = ("Parameter", "Constant")
 SINK_TYPES = ("Result", "Assign")
@@ -45,6 +50,8 @@ class LoadContext:
     variables: dict[str, Op] = field(default_factory=dict)
     state: dict[str, np.ndarray] = field(default_factory=dict)
     assigned: dict[str, np.ndarray] = field(default_factory=dict)
+    # Shape inference shared by layers of one kind, attributes and input types (see `_memo_key`).
+    shape_memo: dict[tuple, tuple | object] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -56,6 +63,9 @@ class Node:
     malformed: bool = False          # wrong port count or unreadable attribute: not inferred
     declared_only: bool = False      # types are the declared ones, not inferred (unsupported or failed)
     bodies: dict[str, "Analysis"] = field(default_factory=dict)   # sub-graph bodies by tag ("body", "then_body")
+    # Equal for layers of one kind with equal attributes (see `_OpKind.parse`); None: never
+    # share shape inference with another layer.
+    signature: int | None = None
 
     @property
     def id(self) -> str:
@@ -88,9 +98,11 @@ class _OpKind:
 
     spec: VersionSpec | None
     impl: type[Op] | None
-    # a layer's `<data>` items -> (parsed attributes, problems): most layers of a
-    # type repeat the attributes of another (same strides, same axis ...)
-    parsed: dict[tuple, tuple[Attrs, list[AttrProblem]]] = field(default_factory=dict)
+    # a layer's `<data>` items -> (parsed attributes, problems, signature): most layers
+    # of a type repeat the attributes of another (same strides, same axis ...)
+    parsed: dict[tuple, tuple[Attrs, list[AttrProblem], int]] = field(default_factory=dict)
+    # (attribute, text) -> (value, problems), for <data> seen for the first time
+    values: dict[tuple[str, str], tuple] = field(default_factory=dict)
     supported: bool = field(init=False)
     binds: bool = field(init=False)   # the op sees the model before inference (a ReadValue declares its variable)
 
@@ -98,13 +110,18 @@ class _OpKind:
         self.supported = self.spec is not None and self.impl is not None
         self.binds = hasattr(self.impl, "on_bind")
 
-    def parse(self, data: dict[str, str]) -> tuple[Attrs, list[AttrProblem]]:
+    def parse(self, data: dict[str, str]) -> tuple[Attrs, list[AttrProblem], int]:
+        """Attributes (shared: they are read-only), problems, and a signature that is
+        the same for equal `<data>` of this kind and differs from every other."""
         key = tuple(data.items())
         found = self.parsed.get(key)
         if found is None:
-            found = self.parsed[key] = parse_attrs(self.spec, data)
-        attrs, problems = found
-        return attrs.copy(), problems
+            attrs, problems = parse_attrs(self.spec, data, self.values)
+            found = self.parsed[key] = (attrs, problems, next(_signatures))
+        return found
+
+
+_signatures = itertools.count()
 
 
 def _count_problem(what: str, n: int, limits: tuple[int, int | None], verb: str, spec: VersionSpec) -> str | None:
@@ -118,11 +135,13 @@ def _count_problem(what: str, n: int, limits: tuple[int, int | None], verb: str,
 
 def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> dict[str, Node]:
     graph, nodes = document.graph, {}
+    sources = graph.sources
     specs = all_specs()
     kinds: dict[tuple[str, int], _OpKind] = {}
     for layer in graph.layers.values():
-        node = Node(layer, inputs=[graph.sources.get((layer.id, i)) for i in range(len(layer.inputs))])
-        nodes[layer.id] = node
+        lid = layer.id
+        node = nodes[lid] = Node(layer, None, [sources.get((lid, i)) for i in range(len(layer.inputs))], [],
+                                 False, False, {}, None)
         if layer.op_type is None:
             continue  # unknown type or version: already reported by the parser
         key = (layer.op_type, layer.op_version)
@@ -136,17 +155,19 @@ def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> 
                           layer=layer.ref)
             continue
         spec = kind.spec
-        problem = _count_problem("input", len(layer.inputs), spec.input_range, "takes", spec)
-        if problem:
+        lo, hi = spec.input_range
+        if not lo <= len(layer.inputs) or (hi is not None and len(layer.inputs) > hi):
             node.malformed = True
-            diags.error("E-OP-INPUTS", problem, layer=layer.ref)
-        problem = _count_problem("output", len(layer.outputs), spec.output_range, "gives", spec)
-        if problem:
-            diags.error("E-OP-OUTPUTS", problem, layer=layer.ref)
+            diags.error("E-OP-INPUTS", _count_problem("input", len(layer.inputs), spec.input_range, "takes", spec),
+                        layer=layer.ref)
+        lo, hi = spec.output_range
+        if not lo <= len(layer.outputs) or (hi is not None and len(layer.outputs) > hi):
+            diags.error("E-OP-OUTPUTS", _count_problem("output", len(layer.outputs), spec.output_range, "gives",
+                                                       spec), layer=layer.ref)
         data = layer.data
-        if layer.op_type == "Result" and layer.output_names is not None:
+        if layer.output_names is not None and layer.op_type == "Result":
             data = {k: v for k, v in data.items() if k != "output_names"}
-        attrs, problems = kind.parse(data)
+        attrs, problems, signature = kind.parsed.get(tuple(data.items())) or kind.parse(data)
         if problems:
             line = layer.data_line or layer.line
             for p in problems:
@@ -158,24 +179,42 @@ def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> 
         node.op = op
         if kind.binds:
             op.on_bind()   # e.g. a ReadValue declares its variable before any layer is inferred
+        elif layer.op_type not in _SEES_THE_MODEL:
+            node.signature = signature
     return nodes
 
 
 def _topological_order(layers: dict[str, Layer], sources: dict) -> list[str] | None:
     """Kahn's algorithm over the connected edges, generation by generation (as networkx's
     `topological_sort`, so the order is the same as it always was); None on a cycle."""
-    consumers: dict[str, dict[str, int]] = {lid: {} for lid in layers}   # producer -> {consumer: edge count}
-    pending = dict.fromkeys(layers, 0)                                    # layer -> edges not yet satisfied
+    consumers: dict[str, list[str]] = {}          # producer -> its consumers, once per edge, in edge order
+    pending = dict.fromkeys(layers, 0)            # layer -> edges not yet satisfied
     for (consumer, _), (producer, _) in sources.items():
-        edges_to = consumers[producer]
-        edges_to[consumer] = edges_to.get(consumer, 0) + 1
+        fed = consumers.get(producer)
+        if fed is None:
+            consumers[producer] = [consumer]
+        else:
+            fed.append(consumer)
         pending[consumer] += 1
     order = [lid for lid, n in pending.items() if n == 0]
     for lid in order:   # grows while it is walked
-        for consumer, n in consumers[lid].items():
-            pending[consumer] -= n
+        fed = consumers.get(lid)
+        if fed is None:
+            continue
+        if len(fed) == 1:
+            consumer = fed[0]
+            n = pending[consumer] = pending[consumer] - 1
+            if n == 0:
+                order.append(consumer)
+            continue
+        # All of this layer's edges first, then its consumers that are ready, in the order
+        # they were first fed (a consumer fed twice by it appears once).
+        for consumer in fed:
+            pending[consumer] -= 1
+        for consumer in fed:
             if pending[consumer] == 0:
                 order.append(consumer)
+                pending[consumer] = -1
     return order if len(order) == len(layers) else None
 
 
@@ -195,14 +234,17 @@ def check_structure(document: IRDocument, nodes: dict[str, Node], diags: Diagnos
     graph: IRGraph = document.graph
     if not document.snippet:
         for node in nodes.values():
-            for i, src in enumerate(node.inputs):
-                if src is None:
-                    diags.error("E-INPUT-UNCONNECTED", f"input port {node.layer.inputs[i].id} has no incoming edge",
-                                layer=node.layer.ref, line=node.layer.inputs[i].line)
-            if node.layer.op_type == "Parameter" and node.layer.inputs:
-                diags.error("E-PARAMETER-INPUT", "a Parameter takes no inputs", layer=node.layer.ref)
-            if node.layer.op_type == "Result" and node.layer.outputs:
-                diags.error("E-RESULT-OUTPUT", "a Result has no outputs", layer=node.layer.ref)
+            layer = node.layer
+            if None in node.inputs:
+                for i, src in enumerate(node.inputs):
+                    if src is None:
+                        diags.error("E-INPUT-UNCONNECTED", f"input port {layer.inputs[i].id} has no incoming edge",
+                                    layer=layer.ref, line=layer.inputs[i].line)
+            op_type = layer.op_type
+            if op_type == "Parameter" and layer.inputs:
+                diags.error("E-PARAMETER-INPUT", "a Parameter takes no inputs", layer=layer.ref)
+            if op_type == "Result" and layer.outputs:
+                diags.error("E-RESULT-OUTPUT", "a Result has no outputs", layer=layer.ref)
         if not any(l.op_type == "Result" for l in graph.layers.values()):
             diags.error("E-NO-RESULT", "the model has no Result layer, so it computes nothing")
     order = _topological_order(graph.layers, graph.sources)
@@ -280,10 +322,13 @@ def _compare_inputs(node: Node, in_types: list[TensorType], nodes: dict[str, Nod
                         declared=list(port.dims), inferred=[d if isinstance(d, int) else str(d) for d in t.shape])
 
 
-def infer_node(node: Node, in_types: list[TensorType]) -> list[TensorType]:
-    """Shape-infer one node; folds its value when all inputs are known and small."""
+def infer_node(node: Node, in_types: list[TensorType], shown: list[TensorType] | None = None) -> list[TensorType]:
+    """Shape-infer one node; folds its value when all inputs are known and small.
+
+    `shown`: what the op's shape function gets instead of `in_types` (the same types, watched).
+    """
     op = node.op
-    out = op.infer(in_types)
+    out = op.infer(in_types if shown is None else shown)
     if op.foldable and in_types and all(t.value is not None for t in in_types) \
             and all(is_static(t.shape) and int(np.prod(t.shape)) <= FOLD_LIMIT for t in out):
         values = op.run(*[t.value for t in in_types])
@@ -294,19 +339,130 @@ def infer_node(node: Node, in_types: list[TensorType]) -> list[TensorType]:
     return out
 
 
-def _inferred_types(node: Node, in_types: list[TensorType], diags: Diagnostics) -> list[TensorType] | None:
+# ---------------------------------------------------------------- shared shape inference
+#
+# Big models repeat the same layer (same kind, attributes and input types) thousands
+# of times.  A shape function is a function of exactly those (see `_SEES_THE_MODEL`),
+# and of the values of its inputs where it reads them.  So the first layer of each
+# (kind and attributes, input shapes and types) is inferred with its inputs' values
+# watched: if the shape function read none, every such layer shares the result; if
+# it read some, the small values (shapes, axes) become part of the key.  Only
+# successful inferences without values are shared, and an op that keeps something
+# from its shape function (a ConvertLike's destination type) gets it on every layer.
+
+_SMALL_VALUE = 64       # elements: larger values are never part of a key
+_UNSHARED = object()    # memo entry: this key's inference is done layer by layer
+_BY_VALUE = object()    # memo entry: the shape function reads values; look up with them
+_MISSING = object()
+_KEEPABLE = (etypes.ElementType, str, int, float, bool, type(None))
+
+
+class _WatchedValue(TensorType):
+    """An input type that records whether the shape function read its value."""
+
+    looked = False
+
+    @property
+    def value(self):
+        vars(self)["looked"] = True
+        return vars(self)["_value"]
+
+    @value.setter
+    def value(self, v):
+        vars(self)["_value"] = v
+
+
+def _may_share(node: Node, in_types: list[TensorType], memo: dict | None) -> bool:
+    # (No inputs: a Parameter or a Constant, whose attributes are its own.  A sub-graph op's
+    # types depend on its bodies.)
+    return node.signature is not None and memo is not None and bool(in_types) and not node.malformed \
+        and not node.bodies
+
+
+def _memo_key(node: Node, in_types: list[TensorType]) -> tuple:
+    key = [node.signature, len(node.layer.outputs)]
+    for t in in_types:
+        key += (t.shape, t.etype.name, t.value is not None)
+    return tuple(key)
+
+
+def _values_key(in_types: list[TensorType]) -> tuple | None:
+    """The inputs' small values, False for a large one; None when a value cannot be compared."""
+    key = []
+    for t in in_types:
+        v = t.value
+        if v is None:
+            key.append(None)
+        elif type(v) is not np.ndarray or v.dtype.hasobject:
+            return None
+        else:
+            key.append((v.dtype.str, v.shape, v.tobytes()) if v.size <= _SMALL_VALUE else False)
+    return tuple(key)
+
+
+def _infer_and_remember(node: Node, in_types: list[TensorType], memo: dict, key: tuple,
+                        by_value: bool) -> list[TensorType]:
+    op = node.op
+    before = dict(vars(op))
+    shown = [t if t.value is None else _WatchedValue(t.shape, t.etype, t.value, t.notes) for t in in_types]
+    out = list(infer_node(node, in_types, shown))
+    shareable = True
+    for i, t in enumerate(out):
+        if isinstance(t, _WatchedValue):   # an input handed back as it came: the real one
+            out[i] = in_types[next(k for k, s in enumerate(shown) if s is t)]
+            shareable = False
+    looked = [i for i, t in enumerate(shown) if isinstance(t, _WatchedValue) and t.looked]
+    if looked and not by_value:
+        memo[key] = _BY_VALUE
+        values = _values_key(in_types)
+        if values is None:
+            return out
+        key = (key, values)
+    if looked and any(_values_key([in_types[i]]) in (None, (False,)) for i in looked):
+        shareable = False   # it read a large value
+    after = vars(op)
+    kept = {k: v for k, v in after.items() if before.get(k, _MISSING) is not v}
+    if (not shareable or len(after) != len(before) + sum(k not in before for k in kept)
+            or any(not isinstance(v, _KEEPABLE) for v in kept.values())
+            or any(t is None or t.value is not None for t in out)):
+        memo[key] = _UNSHARED
+    else:
+        memo[key] = (tuple((t.shape, t.etype, t.notes) for t in out), kept or None)
+    return out
+
+
+def _inferred_types(node: Node, in_types: list[TensorType], diags: Diagnostics,
+                    memo: dict | None = None) -> list[TensorType] | None:
     """The op's own shape function on `in_types`; None where it cannot say."""
     layer = node.layer
-    if node.op is None or node.malformed:
+    op = node.op
+    if op is None or node.malformed:
         return None
-    if node.op.spec.spatial_attributes:
-        spatial = node.op.spatial_rank(in_types)
-        problems = check_spatial_lengths(node.op.spec, node.op.attrs, spatial) if spatial is not None else []
+    key, by_value = None, False
+    if _may_share(node, in_types, memo):
+        key = _memo_key(node, in_types)
+        found = memo.get(key)
+        if found is _BY_VALUE:
+            values = _values_key(in_types)
+            key, by_value = (None, False) if values is None else ((key, values), True)
+            found = memo.get(key) if key is not None else None
+        if found is _UNSHARED:
+            key = None
+        elif found is not None:
+            outputs, kept = found
+            if kept:
+                vars(op).update(kept)
+            return [TensorType(shape, etype, None, notes) for shape, etype, notes in outputs]
+    if op.spec.spatial_attributes:
+        spatial = op.spatial_rank(in_types)
+        problems = check_spatial_lengths(op.spec, op.attrs, spatial) if spatial is not None else []
         for p in problems:
             diags.error(p.code, p.message, layer=layer.ref, line=layer.data_line or layer.line)
         if problems:
             return None
     try:
+        if key is not None:
+            return _infer_and_remember(node, in_types, memo, key, by_value)
         return infer_node(node, in_types)
     except IrrunError as exc:
         # A sub-graph op that cannot follow its port map: the map's defects are already reported.
@@ -329,30 +485,66 @@ def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], 
     if not report:
         diags = Diagnostics(diags.file)
     types: dict[str, list[TensorType]] = {}
+    snippet = document.snippet
+    memo = next((getattr(n.op.context, "shape_memo", None) for n in nodes.values() if n.op is not None), None)
+    dynamic = etypes.dynamic
     for lid in order:
         node = nodes[lid]
         layer = node.layer
-        if document.snippet:
+        if snippet:
             in_types = [declared_type(p) for p in layer.inputs]
         else:
-            in_types = [types[src[0]][src[1]] if src is not None and src[1] < len(types.get(src[0], ()))
-                        else declared_type(port) for src, port in zip(node.inputs, layer.inputs)]
-        inferred = given[lid] if given and lid in given else _inferred_types(node, in_types, diags)
+            in_types = []
+            for src, port in zip(node.inputs, layer.inputs):
+                produced = types.get(src[0]) if src is not None else None
+                in_types.append(produced[src[1]] if produced is not None and src[1] < len(produced)
+                                else declared_type(port))
+        outputs = layer.outputs
+        if given and lid in given:
+            inferred = given[lid]
+        else:
+            # The usual case in a big model, a layer like one seen before, without a call to
+            # `_inferred_types` (which does the rest).
+            found = None
+            if node.signature is not None and memo is not None and in_types and not node.malformed \
+                    and not node.bodies:   # (as `_may_share` and `_memo_key`)
+                key = [node.signature, len(outputs)]
+                for t in in_types:
+                    key += (t.shape, t.etype.name, t.value is not None)
+                found = memo.get(tuple(key))
+            if type(found) is tuple:
+                shared, kept = found
+                if kept:
+                    vars(node.op).update(kept)
+                inferred = [TensorType(shape, etype, None, notes) for shape, etype, notes in shared]
+            else:
+                inferred = _inferred_types(node, in_types, diags, memo)
         if inferred is None:
             # An unknown op or a failed layer: carry on from what the file declares,
             # so every layer after it is still checked.
-            types[lid] = [declared_type(p) for p in layer.outputs]
+            out_types = [declared_type(p) for p in outputs]
         else:
             # Ports the op does not describe (none do, normally) keep their declared types.
-            types[lid] = list(inferred) + [declared_type(p) for p in layer.outputs[len(inferred):]]
+            out_types = list(inferred)
+            if len(outputs) > len(out_types):
+                out_types += [declared_type(p) for p in outputs[len(out_types):]]
+        types[lid] = out_types
         if not report:
             continue
-        node.types = types[lid]
+        node.types = out_types
         node.declared_only = inferred is None
         if inferred is not None:
-            _compare_declared(node, diags)
-            if not document.snippet:
-                _compare_inputs(node, in_types, nodes, diags)
+            # (The usual case, everything as declared, is seen here without a call.)
+            for port, t in zip(outputs, out_types):
+                if t is not None and (port.dims != t.shape or port.etype is not t.etype and port.etype is not None
+                                      and t.etype is not dynamic):
+                    _compare_declared(node, diags)
+                    break
+            if not snippet:
+                for port, t in zip(layer.inputs, in_types):
+                    if port.dims != t.shape:
+                        _compare_inputs(node, in_types, nodes, diags)
+                        break
         if node.bodies:
             _infer_bodies(node, diags)
     return types

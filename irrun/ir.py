@@ -8,6 +8,8 @@ touches no network and keeps libxml2's size and depth limits.
 from __future__ import annotations
 
 import io
+import itertools
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -131,6 +133,9 @@ def _rt_info(element) -> dict:
 def split_names(text: str) -> tuple[str, ...]:
     """`names="a\\,b,c"` -> ("a,b", "c"): commas separate, `\\,` escapes one."""
     if "\\" not in text:   # the usual case: nothing escaped
+        if "," not in text:   # and one name
+            text = text.strip()
+            return (text,) if text else ()
         return tuple(name for name in (part.strip() for part in text.split(",")) if name)
     names, current, i = [], [], 0
     while i < len(text):
@@ -334,10 +339,12 @@ class _Reader:
             layer.back_edges = [dict(e.attrib, line=line_of(e)) for e in back[0] if isinstance(e.tag, str)]
 
     # -------------------------------------------------------------- graphs
-    def graph(self, container, read: dict[str, Layer] | None = None) -> IRGraph:
+    def graph(self, container, read: dict[str, Layer] | None = None,
+              read_edges: list[Edge] | None = None) -> IRGraph:
         """The layers and edges of a <net> or a sub-graph body.
 
-        `read`: the layers already read, as the file was parsed (the top level of a big IR).
+        `read`, `read_edges`: the layers (and edges) already read, as the file was
+        parsed (the top level of a big IR).
         """
         layers_el = _children(container, "layers")
         if not layers_el:
@@ -348,6 +355,8 @@ class _Reader:
             for element in (layers_el[0] if layers_el else ()):
                 if element.tag == "layer":
                     self.add_layer(layers, self.layer(element))
+        if read_edges is not None:
+            return self.connect(layers, read_edges)
         edges = []
         edges_el = _children(container, "edges")
         for element in (edges_el[0] if edges_el else ()):
@@ -373,15 +382,25 @@ class _Reader:
     def connect(self, layers: dict[str, Layer], edges: list[Edge]) -> IRGraph:
         """Resolve each edge's ports to their positions; `sources` maps every fed input to its producer."""
         sources: dict[tuple[str, int], tuple[str, int]] = {}
+        find = layers.get
         for e in edges:
-            src, dst = layers.get(e.from_layer), layers.get(e.to_layer)
+            src, dst = find(e.from_layer), find(e.to_layer)
             if src is None or dst is None:
                 missing = e.from_layer if src is None else e.to_layer
                 self.diags.error("E-EDGE-LAYER", f"edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port} "
                                  f"refers to missing layer {missing}", line=e.line)
                 continue
-            out_index = _port_index(src.outputs, e.from_port)
-            in_index = _port_index(dst.inputs, e.to_port)
+            out_index = in_index = None
+            port_id = e.from_port
+            for p in src.outputs:   # (inline: a big IR has 10^5 edges)
+                if p.id == port_id:
+                    out_index = p.index
+                    break
+            port_id = e.to_port
+            for p in dst.inputs:
+                if p.id == port_id:
+                    in_index = p.index
+                    break
             if out_index is None:
                 self.diags.error("E-EDGE-PORT", f"edge from missing output port {e.from_port}",
                                  layer=src.ref, line=e.line)
@@ -390,24 +409,18 @@ class _Reader:
                 self.diags.error("E-EDGE-PORT", f"edge into missing input port {e.to_port}",
                                  layer=dst.ref, line=e.line)
                 continue
-            if (e.to_layer, in_index) in sources:
+            fed = (e.to_layer, in_index)
+            if fed in sources:
                 self.diags.error("E-EDGE-DUP", f"input port {e.to_port} has more than one incoming edge",
                                  layer=dst.ref, line=e.line)
                 continue
-            sources[(e.to_layer, in_index)] = (e.from_layer, out_index)
+            sources[fed] = (e.from_layer, out_index)
             e.out_index, e.in_index = out_index, in_index
         return IRGraph(layers, edges, sources)
 
 
 # A layer with no other parts than these has no sub-graph.
 _PLAIN_LAYER_PARTS = {"data", "input", "output", "rt_info"}
-
-
-def _port_index(ports: list[Port], port_id: str) -> int | None:
-    for p in ports:
-        if p.id == port_id:
-            return p.index
-    return None
 
 
 def read_xml_bytes(path: Path) -> bytes:
@@ -454,6 +467,504 @@ def _parse_streaming(data: bytes, reader: _Reader) -> tuple:
     return parsing.root, layers
 
 
+# ---------------------------------------------------------------- the fast path
+
+# IRs written by a serializer repeat a handful of layer forms thousands of times:
+# the same tags, attribute names, dims and white space, only attribute values
+# differ.  The fast path cuts the first <layers> and <edges> sections into one
+# chunk per layer (edge), splits each chunk at its quotes into markup and
+# attribute values, and reads the markup once per distinct form: libxml2 parses
+# it (values replaced by placeholders) and a `_LayerPlan` records where each
+# value goes.  Every other chunk of that form only fills a plan in.  The rest of
+# the document (the <net> element, its rt_info) is parsed by libxml2 as before.
+#
+# Anything the fast path does not reproduce exactly (entity references,
+# comments, namespaces, odd white space in big files, sub-graphs, and every
+# defect that would need a diagnostic) sends the whole file down the general
+# path above, so results never depend on the path taken.
+
+_PH_OPEN, _PH_CLOSE = "\ue000", "\ue001"
+_PROLOGUE = re.compile(r'\ufeff?(?:<\?xml(?P<decl>[^<>]*)\?>)?[ \t\n]*<net(?:[^<>"]|"[^"<]*")*>[ \t\n]*<layers>')
+_ENCODING = re.compile(r'encoding[ \t\n]*=[ \t\n]*["\']([^"\']*)["\']')
+_BETWEEN_SECTIONS = re.compile(r'[ \t\n]*<edges>')
+_FAST_LINE_LIMIT = _LAST_EXACT_LINE
+# libxml2 refuses a token (an attribute value, a text) of about 10^7 characters unless
+# XML_PARSE_HUGE is on; chunks are read without libxml2 seeing their values, so longer ones
+# take the general path, which reports them as it always did.
+_LONGEST_CHUNK = 9_000_000
+
+
+class _NotPlain(Exception):
+    """The file is not in the form the fast path reads exactly: take the general path."""
+
+
+@dataclass(slots=True)
+class _PortPlan:
+    id: int                          # index of the value
+    precision: int | None
+    names: int | None
+    dims: tuple[int, ...]
+    line: int                        # lines below the chunk's first line
+    rt_info: tuple | None
+
+
+@dataclass(slots=True)
+class _LayerPlan:
+    newlines: int                    # in the markup (values hold none)
+    id: int
+    name: int | None
+    type: int
+    version: int
+    output_names: int | None
+    line: int
+    data: tuple[tuple[str, int], ...] | None
+    data_line: int
+    inputs: tuple[_PortPlan, ...]
+    outputs: tuple[_PortPlan, ...]
+    rt_info: tuple | None
+
+
+@dataclass(slots=True)
+class _EdgePlan:
+    newlines: int
+    ends: tuple[int, int, int, int]  # from-layer, from-port, to-layer, to-port
+    line: int
+
+
+def _template(parts: list[str]) -> str:
+    """Markup with each attribute value replaced by a placeholder naming its index."""
+    if len(parts) % 2 == 0:
+        raise _NotPlain("unbalanced quotes")
+    return '"'.join(part if i % 2 == 0 else f"{_PH_OPEN}{i // 2}{_PH_CLOSE}" for i, part in enumerate(parts))
+
+
+class _PlanBuilder:
+    """Reads one template fragment: which value index each attribute holds."""
+
+    def __init__(self, fragment: str, n_values: int, big_file: bool):
+        # (The parser drops comments and processing instructions, which would move lines.)
+        if "<!" in fragment or "<?" in fragment:
+            raise _NotPlain("a comment, CDATA or a processing instruction")
+        self.fragment = fragment
+        try:
+            self.root = etree.fromstring(fragment, _safe_parser())
+        except (etree.XMLSyntaxError, ValueError):
+            raise _NotPlain("markup libxml2 does not accept") from None
+        self.big_file = big_file
+        self.used: set[int] = set()
+        for element in self.root.iter():
+            for value in element.attrib.values():
+                self.used.add(self._index(value))
+        if self.used != set(range(n_values)):
+            raise _NotPlain("a quote outside an attribute value")
+
+    @staticmethod
+    def _index(value: str) -> int:
+        if value[:1] != _PH_OPEN or value[-1:] != _PH_CLOSE or not value[1:-1].isdigit():
+            raise _NotPlain("an attribute value that is not one placeholder")
+        return int(value[1:-1])
+
+    def slot(self, element, name: str, required: bool = False) -> int | None:
+        value = element.get(name)
+        if value is None:
+            if required:
+                raise _NotPlain(f"no {name} attribute")
+            return None
+        return self._index(value)
+
+    def line(self, element) -> int:
+        """Lines below the fragment's first, where `line_of` gives the same in a file of any length."""
+        # (The fragment's root has a tail in the file when white space ends the fragment.)
+        tail = element.tail is not None or (element is self.root and self.fragment[-1:] != ">")
+        if self.big_file and element.text is None and not (len(element) == 0 and tail):
+            raise _NotPlain("an element whose line libxml2 does not keep exactly")
+        return element.sourceline - 1
+
+    def rt_info(self, element) -> tuple:
+        """`_rt_info` of the element, with value indices for values."""
+        entries = []
+        for child in element:
+            if len(child):
+                value = (0, self.rt_info(child))
+            elif "value" in child.attrib:
+                value = (1, self.slot(child, "value"))
+            else:
+                value = (2, tuple((k, self._index(v)) for k, v in child.attrib.items()))
+            entries.append((self.slot(child, "name"), child.tag, value))
+        return tuple(entries)
+
+    def port(self, element, is_output: bool) -> _PortPlan:
+        dims, rt = [], None
+        for child in element:
+            if child.tag == "dim":
+                if len(child):
+                    raise _NotPlain("a <dim> with elements inside")
+                text = (child.text or "").strip()
+                try:
+                    value = int(text)
+                except ValueError:
+                    raise _NotPlain("an invalid dim") from None
+                if value < -1:
+                    raise _NotPlain("an invalid dim")
+                dims.append(value)
+            elif child.tag == "rt_info":
+                if rt is None:
+                    rt = self.rt_info(child)
+            else:
+                raise _NotPlain(f"<{child.tag}> in a port")
+        precision = self.slot(element, "precision", required=is_output)
+        return _PortPlan(self.slot(element, "id", required=True), precision, self.slot(element, "names"),
+                         tuple(dims), self.line(element), rt)
+
+    def ports(self, container, is_output: bool) -> tuple[_PortPlan, ...]:
+        ports = []
+        for element in container:
+            if element.tag != "port":
+                raise _NotPlain(f"<{element.tag}> among ports")
+            ports.append(self.port(element, is_output))
+        return tuple(ports)
+
+    def layer(self, template: str) -> _LayerPlan:
+        root = self.root
+        kids = _children_by_tag(root)
+        if not kids.keys() <= _PLAIN_LAYER_PARTS or any(len(v) > 1 for k, v in kids.items() if k != "data"):
+            raise _NotPlain("a sub-graph or repeated layer parts")
+        data = kids.get("data")
+        inputs, outputs, rt = kids.get("input"), kids.get("output"), kids.get("rt_info")
+        return _LayerPlan(
+            template.count("\n"),
+            self.slot(root, "id", required=True), self.slot(root, "name"), self.slot(root, "type", required=True),
+            self.slot(root, "version", required=True), self.slot(root, "output_names"), self.line(root),
+            tuple((k, self._index(v)) for k, v in data[0].items()) if data else None,
+            self.line(data[0]) if data else 0,
+            self.ports(inputs[0], False) if inputs else (), self.ports(outputs[0], True) if outputs else (),
+            self.rt_info(rt[0]) if rt else None)
+
+    def edge(self, template: str) -> _EdgePlan:
+        root = self.root
+        if len(root):
+            raise _NotPlain("an edge with elements inside")
+        ends = tuple(self.slot(root, name, required=True) for name in ("from-layer", "from-port", "to-layer", "to-port"))
+        return _EdgePlan(template.count("\n"), ends, self.line(root))
+
+
+def _check_values(parts: list[str]) -> None:
+    """The values (odd parts) hold no "<" (not well-formed XML), no tab or newline (libxml2 turns
+    those into spaces, and lines are counted in the markup) and no other unusual character."""
+    values = "".join(parts[1::2])
+    if "<" in values or not values.isprintable():
+        raise _NotPlain("a value with <, a tab, a newline or an unusual character")
+
+
+def _fill_rt_info(plan: tuple, values: list[str]) -> dict:
+    out: dict = {}
+    for name, tag, (kind, value) in plan:
+        key = (values[name] if name is not None else None) or tag
+        if kind == 0:
+            out[key] = _fill_rt_info(value, values)
+        elif kind == 1:
+            out[key] = values[value]
+        else:
+            out[key] = {k: values[i] for k, i in value}
+    return out
+
+
+# A form read this often gets a builder of its own (generated Python, no loops);
+# rarer forms are built by `_build_layer`.
+_COMPILE_AFTER = 8
+
+
+def _build_layer(plan: _LayerPlan, values: list, line: int, lid: str, resolved: tuple[str, int]) -> Layer:
+    """The layer `plan` describes, from one chunk's values (with the two absent values appended)."""
+    port_lists = []
+    for port_plans in (plan.inputs, plan.outputs):
+        ports = []
+        for index, p in enumerate(port_plans):
+            precision = values[_slot(p.precision)]
+            etype = etypes.BY_PRECISION.get(precision)
+            if etype is None and precision is not None:
+                raise _NotPlain("an unknown precision")
+            names = values[_slot(p.names)]
+            ports.append(Port(values[p.id], index, line + p.line, precision, etype, p.dims,
+                              split_names(names) if names else (),
+                              {} if p.rt_info is None else _fill_rt_info(p.rt_info, values)))
+        if len(ports) > 1 and len({p.id for p in ports}) < len(ports):
+            raise _NotPlain("a duplicate port id")
+        port_lists.append(ports)
+    output_names = values[_slot(plan.output_names)]
+    return Layer(lid, values[_slot(plan.name, _ABSENT_EMPTY)], values[plan.type], values[plan.version],
+                 line + plan.line, {} if plan.data is None else {k: values[i] for k, i in plan.data},
+                 None if plan.data is None else line + plan.data_line, port_lists[0], port_lists[1],
+                 {} if plan.rt_info is None else _fill_rt_info(plan.rt_info, values),
+                 None if output_names is None else split_names(output_names), resolved[0], resolved[1],
+                 {}, {}, [], "")
+
+
+def _compile_builder(plan: _LayerPlan):
+    """`_build_layer` for this one plan, as straight-line code."""
+    names = {"Port": Port, "Layer": Layer, "split_names": split_names, "fill": _fill_rt_info,
+             "by_precision": etypes.BY_PRECISION, "_NotPlain": _NotPlain}
+    code = ["def build(values, line, lid, resolved):"]
+    port_lists = []
+    for side, port_plans in (("i", plan.inputs), ("o", plan.outputs)):
+        ports = []
+        for index, p in enumerate(port_plans):
+            port = f"{side}{index}"
+            names[f"dims_{port}"] = p.dims
+            if p.precision is None:
+                code.append(f"    precision_{port} = etype_{port} = None")
+            else:
+                code.append(f"    precision_{port} = values[{p.precision}]")
+                code.append(f"    etype_{port} = by_precision.get(precision_{port})")
+                code.append(f"    if etype_{port} is None:")
+                code.append(f"        raise _NotPlain('an unknown precision')")
+            tensor_names = "()"
+            if p.names is not None:
+                code.append(f"    names_{port} = values[{p.names}]")
+                tensor_names = f"split_names(names_{port}) if names_{port} else ()"
+            rt_info = "{}"
+            if p.rt_info is not None:
+                names[f"rt_{port}"] = p.rt_info
+                rt_info = f"fill(rt_{port}, values)"
+            code.append(f"    {port} = Port(values[{p.id}], {index}, line + {p.line}, precision_{port}, "
+                        f"etype_{port}, dims_{port}, {tensor_names}, {rt_info})")
+            ports.append(port)
+        if len(ports) > 1:
+            code.append(f"    if len({{{', '.join(f'{p}.id' for p in ports)}}}) < {len(ports)}:")
+            code.append("        raise _NotPlain('a duplicate port id')")
+        port_lists.append(f"[{', '.join(ports)}]")
+    data, data_line = "{}", "None"
+    if plan.data is not None:
+        data = "{" + ", ".join(f"{k!r}: values[{i}]" for k, i in plan.data) + "}"
+        data_line = f"line + {plan.data_line}"
+    rt_info = "{}"
+    if plan.rt_info is not None:
+        names["rt_layer"] = plan.rt_info
+        rt_info = "fill(rt_layer, values)"
+    name = '""' if plan.name is None else f"values[{plan.name}]"
+    output_names = "None" if plan.output_names is None else f"split_names(values[{plan.output_names}])"
+    code.append(f"    return Layer(lid, {name}, values[{plan.type}], values[{plan.version}], line + {plan.line}, "
+                f"{data}, {data_line}, {port_lists[0]}, {port_lists[1]}, {rt_info}, {output_names}, "
+                f"resolved[0], resolved[1], {{}}, {{}}, [], '')")
+    exec("\n".join(code), names)
+    return names["build"]
+
+
+class _LayerForm:
+    """One form of layer: its plan, and how to build a layer of it."""
+
+    __slots__ = ("plan", "newlines", "id_at", "type_at", "version_at", "build", "uses")
+
+    def __init__(self, plan: _LayerPlan):
+        self.plan = plan
+        self.newlines = plan.newlines
+        self.id_at, self.type_at, self.version_at = plan.id, plan.type, plan.version
+        self.build = self._interpret
+        self.uses = 0
+
+    def _interpret(self, values: list, line: int, lid: str, resolved: tuple[str, int]) -> Layer:
+        self.uses += 1
+        if self.uses >= _COMPILE_AFTER:
+            self.build = _compile_builder(self.plan)
+        return _build_layer(self.plan, values, line, lid, resolved)
+
+
+# Value indices of absent attributes: `_FastReader` appends these two values to each chunk's values.
+_ABSENT, _ABSENT_EMPTY = -2, -1
+
+
+def _slot(index: int | None, absent: int = _ABSENT) -> int:
+    return absent if index is None else index
+
+
+class _FastReader:
+    """The first <layers> and <edges> of a plain IR, read through per-form plans.
+
+    The loops below run once per layer of a big IR: plans are flattened into
+    tuples, and an absent attribute reads one of the two values appended to
+    each chunk's values (None, or "" for a name).
+    """
+
+    def __init__(self, text: str, reader: _Reader):
+        self.text = text
+        self.reader = reader
+        # A file this short has no line past libxml2's exact ones; a longer one is read as if
+        # every element were past them (stricter, and exact either way).
+        self.big_file = len(text) > _FAST_LINE_LIMIT
+        self.layer_forms: dict[tuple[str, ...], _LayerForm] = {}     # by markup
+        self.edge_plans: dict[tuple[str, ...], tuple] = {}           # by markup: (newlines, ends, line)
+
+    def _first(self, start: int, end: int, tag: str, start_line: int) -> tuple[int, int]:
+        """Where the first `<tag ` is (or `end`), and its line; only white space may come before it."""
+        # (A `<tag` without its space ends up inside a chunk, where its plan refuses it.)
+        text, opening = self.text, f"<{tag} "
+        at = text.find(opening, start, end)
+        if at < 0:
+            at = end
+        if text[start:at].strip(" \t\n"):
+            raise _NotPlain(f"something other than <{tag}> elements")
+        return at, start_line + text.count("\n", start, at)
+
+    def _plan_builder(self, tag: str, parts: list[str]) -> tuple[_PlanBuilder, str]:
+        template = _template(parts)
+        return _PlanBuilder(f"<{tag} " + template, len(parts) // 2, self.big_file), template
+
+    def _layer_form(self, parts: list[str]) -> _LayerForm:
+        builder, template = self._plan_builder("layer", parts)
+        return _LayerForm(builder.layer(template))
+
+    def _edge_plan(self, parts: list[str]) -> tuple:
+        builder, template = self._plan_builder("edge", parts)
+        p = builder.edge(template)
+        return p.newlines, p.ends, p.line
+
+    def layers(self, start: int, end: int) -> tuple[dict[str, Layer], int]:
+        """The layers of text[start:end], and the line on which `end` is."""
+        text, forms, add_layer = self.text, self.layer_forms, self.reader.add_layer
+        versions: dict[tuple[str, str], tuple[str, int]] = {}
+        layers: dict[str, Layer] = {}
+        at, line = self._first(start, end, "layer", text.count("\n", 0, start) + 1)
+        while at < end:
+            following = text.find("<layer ", at + 7, end)
+            if following < 0:
+                following = end
+            if following - at > _LONGEST_CHUNK:
+                raise _NotPlain("a layer longer than libxml2 reads without XML_PARSE_HUGE")
+            parts = text[at + 7:following].split('"')
+            at = following
+            markup = tuple(parts[0::2])
+            form = forms.get(markup)
+            if form is None:
+                form = forms[markup] = self._layer_form(parts)
+            values = parts[1::2]
+            joined = "".join(values)   # (`_check_values`, inline: this loop runs once per layer)
+            if "<" in joined or not joined.isprintable():
+                raise _NotPlain("a value with <, a tab, a newline or an unusual character")
+            values += (None, "")
+            lid, type_name, version = values[form.id_at], values[form.type_at], values[form.version_at]
+            if not lid.lstrip("-").isdigit():
+                raise _NotPlain("a layer id that is not an integer")
+            resolved = versions.get((type_name, version))
+            if resolved is None:
+                try:
+                    resolved = versions[(type_name, version)] = resolve_version(type_name, version)
+                except VersionLookupError:
+                    raise _NotPlain("an unknown operation") from None
+            layer = form.build(values, line, lid, resolved)
+            if lid in layers:
+                add_layer(layers, layer)   # reports the duplicate
+            else:
+                layers[lid] = layer
+            line += form.newlines
+        return layers, line
+
+    def edges(self, start: int, end: int, start_line: int) -> list[Edge]:
+        at, line = self._first(start, end, "edge", start_line)
+        edges = self._uniform_edges(at, end, line)
+        if edges is not None:
+            return edges
+        text, plans = self.text, self.edge_plans
+        edges = []
+        while at < end:
+            following = text.find("<edge ", at + 6, end)
+            if following < 0:
+                following = end
+            if following - at > _LONGEST_CHUNK:
+                raise _NotPlain("an edge longer than libxml2 reads without XML_PARSE_HUGE")
+            parts = text[at + 6:following].split('"')
+            at = following
+            markup = tuple(parts[0::2])
+            plan = plans.get(markup)
+            if plan is None:
+                plan = plans[markup] = self._edge_plan(parts)
+            newlines, (a, b, c, d), line_at = plan
+            _check_values(parts)
+            edges.append(Edge(parts[2 * a + 1], parts[2 * b + 1], parts[2 * c + 1], parts[2 * d + 1],
+                              line + line_at))
+            line += newlines
+        return edges
+
+    def _uniform_edges(self, at: int, end: int, line: int) -> list[Edge] | None:
+        """The edges from `at` on when all are written alike (as a serializer writes them):
+        read from one split of the whole section; None when they are not."""
+        text = self.text
+        parts = text[at + len("<edge "):end].split('"')
+        count = len(parts) // 8    # an edge has four attributes: eight parts, the last runs into the next edge
+        if count < 2 or len(parts) != 8 * count + 1 or any(len(set(parts[i::8])) != 1 for i in (2, 4, 6)) \
+                or len(set(parts[8:-1:8])) != 1:
+            return None
+        between = parts[8].split("<edge ")
+        if len(between) != 2 or between[1] != parts[0]:
+            return None
+        head = (parts[0], parts[2], parts[4], parts[6])
+        plans = self.edge_plans
+        found = []
+        for markup in (head + (between[0],), head + (parts[-1],)):
+            plan = plans.get(markup)
+            if plan is None:
+                plan = plans[markup] = self._edge_plan([parts[0], "", parts[2], "", parts[4], "", parts[6], "",
+                                                        markup[-1]])
+            found.append(plan)
+        (newlines, ends, line_at), last = found
+        if last[1:] != (ends, line_at):
+            return None
+        _check_values(parts)
+        if max(map(len, parts)) > _LONGEST_CHUNK:
+            raise _NotPlain("a value longer than libxml2 reads without XML_PARSE_HUGE")
+        columns = [parts[i::8] for i in (1, 3, 5, 7)]
+        first = line + line_at
+        lines = range(first, first + count * newlines, newlines) if newlines else itertools.repeat(first, count)
+        return list(map(Edge, *(columns[i] for i in ends), lines))
+
+
+def _parse_fast(data: bytes, reader: _Reader):
+    """(root, top-level layers, top-level edges) through the fast path, or None where it does not apply.
+
+    `reader` may have reported duplicate layers when None is returned: start it afresh.
+    """
+    # (libxml2 reads CR as a line end; values with other control characters are refused below.)
+    if b"\r" in data or b"xmlns" in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    head = _PROLOGUE.match(text)
+    if head is None or _PH_OPEN in text or _PH_CLOSE in text:
+        return None
+    declared = _ENCODING.search(head.group("decl") or "")
+    if declared and declared.group(1).lower() not in ("utf-8", "utf8"):
+        return None
+    layers_start = head.end()
+    layers_end = text.find("</layers>", layers_start)
+    between = _BETWEEN_SECTIONS.match(text, layers_end + len("</layers>")) if layers_end >= 0 else None
+    if between is None:
+        return None
+    edges_start = between.end()
+    edges_end = text.find("</edges>", edges_start)
+    if edges_end < 0:
+        return None
+    # An entity or character reference in a value would need resolving.  (Comments, CDATA,
+    # processing instructions and nested sections are refused by the plans, unusual values
+    # by `_check_values`.)
+    if text.find("&", layers_start, layers_end) >= 0 or text.find("&", edges_start, edges_end) >= 0:
+        return None
+    fast = _FastReader(text, reader)
+    try:
+        layers, line = fast.layers(layers_start, layers_end)
+        edges = fast.edges(edges_start, edges_end, line + text.count("\n", layers_end, edges_start))
+    except _NotPlain:
+        return None
+    skeleton = (text[:layers_start] + text[layers_end:edges_start] + text[edges_end:]).encode("utf-8")
+    try:
+        root = etree.fromstring(skeleton, _safe_parser())
+    except (etree.XMLSyntaxError, ValueError):
+        return None
+    if root.tag != "net":
+        return None
+    return root, layers, edges
+
+
 def parse_document(path: str | Path) -> IRDocument:
     """Parse one `.xml`; raises only `UnreadableFileError` (not XML, not an IR)."""
     path = Path(path)
@@ -467,8 +978,15 @@ def parse_document(path: str | Path) -> IRDocument:
                                   "does not process DTDs or entities", file=file, line=1, code="E-XML-DTD")
     diags = Diagnostics(file)
     reader = _Reader(diags)
+    fast = _parse_fast(data, reader)
+    if fast is not None:
+        root, top_layers, top_edges = fast
+    else:
+        diags.clear()
+        reader, top_edges = _Reader(diags), None
     try:
-        root, top_layers = _parse_streaming(data, reader)
+        if fast is None:
+            root, top_layers = _parse_streaming(data, reader)
     except etree.XMLSyntaxError as exc:
         line, col = (exc.position if exc.position else (exc.lineno, 0))
         msg = str(exc.msg if hasattr(exc, "msg") else exc).split(", line ")[0]
@@ -493,7 +1011,7 @@ def parse_document(path: str | Path) -> IRDocument:
     if version not in (10, 11):
         raise UnreadableFileError(f'IR version "{version_text}" is not supported (irrun reads IR v10 and v11, '
                                   f"as OpenVINO does)", file=file, line=line_of(root), code="E-IR-VERSION")
-    graph = reader.graph(root, top_layers)
+    graph = reader.graph(root, top_layers, top_edges)
     rt = _children(root, "rt_info")
     rt_info = _rt_info(rt[0]) if rt else {}
     if not rt:

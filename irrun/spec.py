@@ -36,6 +36,8 @@ def specs_dir() -> Path:
 
 ATTR_TYPES = ("int", "ints", "float", "floats", "bool", "string", "strings", "enum",
               "etype", "shape")
+# Types whose texts convert faster than they are looked up (and are often unique: offsets).
+_CHEAP_TYPES = ("int", "float", "bool", "string")
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,15 @@ class VersionSpec:
     @cached_property
     def output_range(self):
         return self.count_range(self.outputs)
+
+    @cached_property
+    def attribute_plan(self) -> tuple[tuple[str, AttrSpec, bool], ...]:
+        """(name, spec, whether parsed texts are worth remembering) per attribute, for `parse_attrs`."""
+        return tuple((name, a, a.type not in _CHEAP_TYPES) for name, a in self.attributes.items())
+
+    @cached_property
+    def py_names(self) -> tuple[str, ...]:
+        return tuple(a.py_name for a in self.attributes.values())
 
     @cached_property
     def spatial_attributes(self) -> tuple[AttrSpec, ...]:
@@ -226,11 +237,19 @@ def resolve_version(type_name: str, version: str) -> tuple[str, int]:
 # ---------------------------------------------------------------- attribute parsing
 
 class Attrs:
-    """Parsed attribute values; `attrs.exclude_pad` or `attrs["exclude-pad"]`."""
+    """Parsed attribute values; `attrs.exclude_pad` or `attrs["exclude-pad"]`.
+
+    Read-only: layers with equal `<data>` share one (a big model has 10^5 layers).
+    """
 
     def __init__(self, values: dict[str, Any]):
-        self._values = values
+        vars(self)["_values"] = values
         vars(self).update((k.replace("-", "_"), v) for k, v in values.items())
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"attributes are read-only (setting {name})")
+
+    __delattr__ = __setattr__
 
     def __getitem__(self, name):
         return self._values[name]
@@ -266,6 +285,8 @@ _INTEGER = re.compile(r"[+-]?\d+")
 
 
 def _number(text: str, kind: type):
+    if kind is int and text.isdecimal():   # the usual case (Const offsets and sizes): no regex
+        return int(text)
     text = text.strip()
     if kind is int:
         if not _INTEGER.fullmatch(text):
@@ -342,38 +363,66 @@ def _default(spec: AttrSpec):
     return spec.default
 
 
-def parse_attrs(spec: VersionSpec, raw: dict[str, str]) -> tuple[Attrs, list[AttrProblem]]:
-    """Parse a layer's `<data>` against its schema; never raises."""
+def _parse_value(a: AttrSpec, text: str) -> tuple[Any, list[AttrProblem]]:
+    """One attribute's value (its default when unreadable) and what is wrong with it."""
+    name = a.name
+    try:
+        value = convert_value(a, text)
+    except (ValueError, OverflowError) as exc:
+        code = "E-ATTR-ENUM" if a.type in ("enum", "etype") and a.values else "E-ATTR-VALUE"
+        return _default(a), [AttrProblem(code, name, f'attribute {name}="{text}": {exc}')]
+    problems = []
+    if a.min is not None:
+        numbers = value if isinstance(value, tuple) else (value,)
+        bad = [n for n in numbers if isinstance(n, (int, float)) and not math.isnan(n) and n < a.min]
+        if bad:
+            problems.append(AttrProblem("E-ATTR-RANGE", name, f'attribute {name}="{text}": values must be >= {a.min:g}'))
+    if isinstance(a.length, int) and len(value) != a.length:
+        problems.append(AttrProblem("E-ATTR-LENGTH", name,
+                                    f'attribute {name}="{text}" has {len(value)} values, expected {a.length}'))
+    return value, problems
+
+
+def parse_attrs(spec: VersionSpec, raw: dict[str, str],
+                memo: dict[tuple[str, str], tuple[Any, list[AttrProblem]]] | None = None
+                ) -> tuple[Attrs, list[AttrProblem]]:
+    """Parse a layer's `<data>` against its schema; never raises.
+
+    `memo` (one per spec) keeps each (attribute, text) already parsed: layers of
+    one type share most attribute values even where their `<data>` differ.
+    """
     values: dict[str, Any] = {}
     problems: list[AttrProblem] = []
-    for name, a in spec.attributes.items():
-        if name not in raw:
+    for name, a, remember in spec.attribute_plan:
+        text = raw.get(name)
+        if text is None:
             if a.required:
                 problems.append(AttrProblem("E-ATTR-MISSING", name, f'missing required attribute "{name}"'))
             values[name] = _default(a)
             continue
-        try:
-            value = convert_value(a, raw[name])
-        except (ValueError, OverflowError) as exc:
-            code = "E-ATTR-ENUM" if a.type in ("enum", "etype") and a.values else "E-ATTR-VALUE"
-            problems.append(AttrProblem(code, name, f'attribute {name}="{raw[name]}": {exc}'))
-            values[name] = _default(a)
+        if a.type == "int" and text.isdecimal() and (a.min is None or int(text) >= a.min):
+            values[name] = int(text)   # the usual int (a Const's offset and size): nothing to say about it
             continue
-        if a.min is not None:
-            numbers = value if isinstance(value, tuple) else (value,)
-            bad = [n for n in numbers if isinstance(n, (int, float)) and not math.isnan(n) and n < a.min]
-            if bad:
-                problems.append(AttrProblem("E-ATTR-RANGE", name,
-                                            f'attribute {name}="{raw[name]}": values must be >= {a.min:g}'))
-        if isinstance(a.length, int) and len(value) != a.length:
-            problems.append(AttrProblem("E-ATTR-LENGTH", name,
-                                        f'attribute {name}="{raw[name]}" has {len(value)} values, expected {a.length}'))
+        if memo is None or not remember:
+            value, found = _parse_value(a, text)
+        else:
+            parsed = memo.get((name, text))
+            if parsed is None:
+                parsed = memo[(name, text)] = _parse_value(a, text)
+            value, found = parsed
         values[name] = value
-    for name in raw:
-        if name not in spec.attributes:
-            problems.append(AttrProblem("W-ATTR-UNKNOWN", name,
-                                        f'unknown attribute "{name}" for {spec.label} (ignored)', "warning"))
-    return Attrs(values), problems
+        if found:
+            problems += found
+    if not raw.keys() <= spec.attributes.keys():
+        for name in raw:
+            if name not in spec.attributes:
+                problems.append(AttrProblem("W-ATTR-UNKNOWN", name,
+                                            f'unknown attribute "{name}" for {spec.label} (ignored)', "warning"))
+    attrs = Attrs.__new__(Attrs)
+    fields = vars(attrs)
+    fields["_values"] = values
+    fields.update(zip(spec.py_names, values.values()))
+    return attrs, problems
 
 
 def check_spatial_lengths(spec: VersionSpec, attrs: Attrs, spatial_rank: int) -> list[AttrProblem]:
