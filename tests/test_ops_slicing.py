@@ -264,7 +264,7 @@ def test_slice_reverse_from_before_the_start_selects_element_0(tmp_path):
 INDEX_TYPES = [np.int32, np.int64, np.uint8, np.int8]
 
 
-@pytest.mark.parametrize("dtype,index_dtype", zip(sorted(DATA_TYPES), itertools.cycle(INDEX_TYPES)), ids=str)
+@pytest.mark.parametrize("dtype,index_dtype", list(zip(sorted(DATA_TYPES), itertools.cycle(INDEX_TYPES))), ids=str)
 def test_slice_element_types(dtype, index_dtype, tmp_path):
     x = param([4, 6], DATA_TYPES[dtype])
     step = [2, 1] if np.dtype(index_dtype).kind == "u" else [2, -1]
@@ -446,7 +446,7 @@ def test_strided_slice_new_and_shrink_together_follow_reference(kinds, tmp_path)
     compare(m, [sample([3, 4, 5])], tmp_path, oracle="reference")
 
 
-@pytest.mark.parametrize("dtype,index_dtype", zip(sorted(DATA_TYPES), itertools.cycle([np.int32, np.int64])),
+@pytest.mark.parametrize("dtype,index_dtype", list(zip(sorted(DATA_TYPES), itertools.cycle([np.int32, np.int64]))),
                          ids=str)
 def test_strided_slice_element_types(dtype, index_dtype, tmp_path):
     x = param([4, 6], DATA_TYPES[dtype])
@@ -854,7 +854,7 @@ def test_pad_spec_example_mixed_reflect(tmp_path):
                                                  [6, 7, 8, 7, 6, 5]]
 
 
-@pytest.mark.parametrize("dtype,mode", zip(sorted(DATA_TYPES), itertools.cycle(PAD_MODES)), ids=str)
+@pytest.mark.parametrize("dtype,mode", list(zip(sorted(DATA_TYPES), itertools.cycle(PAD_MODES))), ids=str)
 def test_pad_element_types(dtype, mode, tmp_path):
     x = param([3, 4], DATA_TYPES[dtype])
     value = ops1.constant(np.array(1, DATA_TYPES[dtype])) if mode == "constant" else None
