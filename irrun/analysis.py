@@ -9,6 +9,7 @@ run reports every problem.
 from __future__ import annotations
 
 import itertools
+import sys
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -17,7 +18,7 @@ import numpy as np
 from . import etypes
 from .diagnostics import Diagnostics
 from .errors import IrrunError
-from .ir import IRDocument, IRGraph, Layer
+from .ir import EMPTY, IRDocument, IRGraph, Layer
 from .registry import Op, TensorType, implementation
 from .shapes import ANY, Dim, format_shape, is_static
 from .spec import AttrProblem, Attrs, VersionSpec, all_specs, check_spatial_lengths, parse_attrs
@@ -30,8 +31,9 @@ FOLD_LIMIT = 1 << 16
 # Attribute problems after which the op would run on a default value: skip its inference.
 _UNREADABLE_ATTR = ("E-ATTR-MISSING", "E-ATTR-VALUE", "E-ATTR-ENUM", "E-ATTR-LENGTH")
 
-# Ops whose shape function reads more than their attributes and input types
-# (an Assign checks its variable's type): never shared between layers.
+# Ops whose shape function reads more than their attributes, input types and number
+# of outputs (an Assign checks its variable's type): never shared between layers.  (Nor
+# are layers with sub-graph parts, nor ops that see the model before inference.)
 _SEES_THE_MODEL = frozenset({"Assign"})
 
 # Ops an IR needs that are not computations.
@@ -105,10 +107,15 @@ class _OpKind:
     values: dict[tuple[str, str], tuple] = field(default_factory=dict)
     supported: bool = field(init=False)
     binds: bool = field(init=False)   # the op sees the model before inference (a ReadValue declares its variable)
+    input_counts: range = field(init=False)    # the numbers of inputs and outputs the spec allows
+    output_counts: range = field(init=False)
 
     def __post_init__(self):
         self.supported = self.spec is not None and self.impl is not None
         self.binds = hasattr(self.impl, "on_bind")
+        if self.spec is not None:
+            self.input_counts, self.output_counts = (range(lo, sys.maxsize if hi is None else hi + 1)
+                                                     for lo, hi in (self.spec.input_range, self.spec.output_range))
 
     def parse(self, data: dict[str, str]) -> tuple[Attrs, list[AttrProblem], int]:
         """Attributes (shared: they are read-only), problems, and a signature that is
@@ -135,13 +142,14 @@ def _count_problem(what: str, n: int, limits: tuple[int, int | None], verb: str,
 
 def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> dict[str, Node]:
     graph, nodes = document.graph, {}
-    sources = graph.sources
+    producers = graph.producers
     specs = all_specs()
     kinds: dict[tuple[str, int], _OpKind] = {}
-    for layer in graph.layers.values():
-        lid = layer.id
-        node = nodes[lid] = Node(layer, None, [sources.get((lid, i)) for i in range(len(layer.inputs))], [],
-                                 False, False, {}, None)
+    for lid, layer in graph.layers.items():
+        inputs = producers.get(lid)
+        if inputs is None:   # (a graph not made by `ir.connect`)
+            inputs = [graph.sources.get((lid, i)) for i in range(len(layer.inputs))]
+        node = nodes[lid] = Node(layer, None, inputs, [], False, False, EMPTY, None)
         if layer.op_type is None:
             continue  # unknown type or version: already reported by the parser
         key = (layer.op_type, layer.op_version)
@@ -155,13 +163,11 @@ def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> 
                           layer=layer.ref)
             continue
         spec = kind.spec
-        lo, hi = spec.input_range
-        if not lo <= len(layer.inputs) or (hi is not None and len(layer.inputs) > hi):
+        if len(layer.inputs) not in kind.input_counts:
             node.malformed = True
             diags.error("E-OP-INPUTS", _count_problem("input", len(layer.inputs), spec.input_range, "takes", spec),
                         layer=layer.ref)
-        lo, hi = spec.output_range
-        if not lo <= len(layer.outputs) or (hi is not None and len(layer.outputs) > hi):
+        if len(layer.outputs) not in kind.output_counts:
             diags.error("E-OP-OUTPUTS", _count_problem("output", len(layer.outputs), spec.output_range, "gives",
                                                        spec), layer=layer.ref)
         data = layer.data
@@ -179,7 +185,7 @@ def bind_ops(document: IRDocument, context: LoadContext, diags: Diagnostics) -> 
         node.op = op
         if kind.binds:
             op.on_bind()   # e.g. a ReadValue declares its variable before any layer is inferred
-        elif layer.op_type not in _SEES_THE_MODEL:
+        elif layer.op_type not in _SEES_THE_MODEL and not (layer.bodies or layer.port_maps or layer.back_edges):
             node.signature = signature
     return nodes
 
@@ -374,7 +380,7 @@ class _WatchedValue(TensorType):
 
 def _may_share(node: Node, in_types: list[TensorType], memo: dict | None) -> bool:
     # (No inputs: a Parameter or a Constant, whose attributes are its own.  A sub-graph op's
-    # types depend on its bodies.)
+    # types depend on its bodies: see `bind_ops`.)
     return node.signature is not None and memo is not None and bool(in_types) and not node.malformed \
         and not node.bodies
 
@@ -601,6 +607,7 @@ def _bind_bodies(document: IRDocument, nodes: dict[str, Node], context: LoadCont
             if not layer.bodies and not layer.port_maps:
                 continue
             _check_port_maps(layer, diags)
+            node.bodies = {}
             for tag, body in layer.bodies.items():
                 sub = IRDocument(document.path, document.version, layer.name, body, {}, False, diags)
                 body_nodes = bind_ops(sub, context, diags)

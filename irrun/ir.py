@@ -3,7 +3,9 @@
 Parsing never raises for a defect in the model: every problem becomes a
 `Diagnostic`; only a file that cannot be read at all raises
 `UnreadableFileError`.  The lxml parser resolves no entities, loads no DTD,
-touches no network and keeps libxml2's size and depth limits.
+touches no network and keeps libxml2's size and depth limits.  A big IR as
+serializers write it takes a fast path (see "the fast path" below) that gives
+exactly what the general path gives.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 
 import networkx as nx
 from lxml import etree
@@ -24,6 +27,9 @@ from .etypes import ElementType
 from .spec import VersionLookupError, resolve_version
 
 SUBGRAPH_BODIES = ("body", "then_body", "else_body")
+# The rt_info, bodies and port maps of the layers and ports that have none (nearly all of
+# them: a big IR has 10^5), shared and read-only.
+EMPTY = MappingProxyType({})
 MAX_XML_BYTES = 2 << 30
 
 
@@ -86,6 +92,8 @@ class IRGraph:
     edges: list[Edge]               # as written; the connected ones have out_index/in_index
     # (layer id, input index) -> (producer id, output index)
     sources: dict[tuple[str, int], tuple[str, int]]
+    # layer id -> for each input, `sources` of it (None where nothing feeds it)
+    producers: dict[str, list[tuple[str, int] | None]] = field(default_factory=dict)
 
     @cached_property
     def graph(self) -> nx.MultiDiGraph:
@@ -259,7 +267,8 @@ class _Reader:
                 rt = child
         dims = self.dims(tuple(dim_texts), element, pid, layer)
         names = element.get("names")
-        return Port(pid, index, line, precision, etype, dims, split_names(names) if names else (), _rt_info(rt))
+        return Port(pid, index, line, precision, etype, dims, split_names(names) if names else (),
+                    EMPTY if rt is None else _rt_info(rt))
 
     def port_list(self, container, layer: Layer, is_output: bool) -> list[Port]:
         ports, seen = [], set()
@@ -282,7 +291,7 @@ class _Reader:
         version = element.get("version")
         line = line_of(element)
         layer = Layer(lid if lid is not None else "?", name, type_name or "?", version or "", line,
-                      scope=self.scope)
+                      rt_info=EMPTY, bodies=EMPTY, port_maps=EMPTY, scope=self.scope)
         if lid is None or type_name is None or version is None:
             for attr, value in (("id", lid), ("type", type_name), ("version", version)):
                 if value is None:
@@ -320,6 +329,7 @@ class _Reader:
 
     def _subgraph_parts(self, layer: Layer, kids: dict[str, list]) -> None:
         """Bodies, port maps and back edges of TensorIterator, Loop and If."""
+        layer.bodies, layer.port_maps = {}, {}
         for body_tag in SUBGRAPH_BODIES:
             bodies = kids.get(body_tag)
             if bodies:
@@ -334,6 +344,7 @@ class _Reader:
             if maps:
                 layer.port_maps[map_tag] = [dict(m.attrib, kind=m.tag, line=line_of(m))
                                             for m in maps[0] if isinstance(m.tag, str)]
+        layer.bodies, layer.port_maps = layer.bodies or EMPTY, layer.port_maps or EMPTY
         back = kids.get("back_edges")
         if back:
             layer.back_edges = [dict(e.attrib, line=line_of(e)) for e in back[0] if isinstance(e.tag, str)]
@@ -382,6 +393,7 @@ class _Reader:
     def connect(self, layers: dict[str, Layer], edges: list[Edge]) -> IRGraph:
         """Resolve each edge's ports to their positions; `sources` maps every fed input to its producer."""
         sources: dict[tuple[str, int], tuple[str, int]] = {}
+        producers = {lid: [None] * len(layer.inputs) for lid, layer in layers.items()}
         find = layers.get
         for e in edges:
             src, dst = find(e.from_layer), find(e.to_layer)
@@ -414,9 +426,9 @@ class _Reader:
                 self.diags.error("E-EDGE-DUP", f"input port {e.to_port} has more than one incoming edge",
                                  layer=dst.ref, line=e.line)
                 continue
-            sources[fed] = (e.from_layer, out_index)
+            sources[fed] = producers[e.to_layer][in_index] = (e.from_layer, out_index)
             e.out_index, e.in_index = out_index, in_index
-        return IRGraph(layers, edges, sources)
+        return IRGraph(layers, edges, sources, producers)
 
 
 # A layer with no other parts than these has no sub-graph.
@@ -470,18 +482,22 @@ def _parse_streaming(data: bytes, reader: _Reader) -> tuple:
 # ---------------------------------------------------------------- the fast path
 
 # IRs written by a serializer repeat a handful of layer forms thousands of times:
-# the same tags, attribute names, dims and white space, only attribute values
+# the same tags, attribute names, dims and white space; only attribute values
 # differ.  The fast path cuts the first <layers> and <edges> sections into one
 # chunk per layer (edge), splits each chunk at its quotes into markup and
 # attribute values, and reads the markup once per distinct form: libxml2 parses
-# it (values replaced by placeholders) and a `_LayerPlan` records where each
-# value goes.  Every other chunk of that form only fills a plan in.  The rest of
-# the document (the <net> element, its rt_info) is parsed by libxml2 as before.
+# it, values replaced by placeholders, and a `_LayerPlan` records where each
+# value goes.  Every other chunk of that form only fills the plan in.  The rest
+# of the document (the <net> element, its rt_info) is parsed by libxml2 as before,
+# with the two sections' contents cut out.
 #
-# Anything the fast path does not reproduce exactly (entity references,
-# comments, namespaces, odd white space in big files, sub-graphs, and every
-# defect that would need a diagnostic) sends the whole file down the general
-# path above, so results never depend on the path taken.
+# Why that is exact: libxml2 reads every distinct markup and the rest of the file,
+# with the same options; the values are checked to hold nothing libxml2 would
+# refuse or change (no "<", "&", tab, newline or control character, none too
+# long); and lines are counted in the markup.  Anything else (entity references,
+# comments, namespaces, CR line ends, white space that libxml2's lines past 65535
+# depend on, sub-graphs, and every defect that needs a diagnostic) sends the
+# whole file down the general path above, so results never depend on the path.
 
 _PH_OPEN, _PH_CLOSE = "\ue000", "\ue001"
 _PROLOGUE = re.compile(r'\ufeff?(?:<\?xml(?P<decl>[^<>]*)\?>)?[ \t\n]*<net(?:[^<>"]|"[^"<]*")*>[ \t\n]*<layers>')
@@ -492,6 +508,11 @@ _FAST_LINE_LIMIT = _LAST_EXACT_LINE
 # XML_PARSE_HUGE is on; chunks are read without libxml2 seeing their values, so longer ones
 # take the general path, which reports them as it always did.
 _LONGEST_CHUNK = 9_000_000
+# Reading a new form costs about what the general path spends on a layer: an IR whose
+# layers are mostly of forms of their own (every shape different) is read by the general
+# path once that shows (with more than `_FEW_FORMS` forms, one per `_FORMS_PER_LAYER` layers).
+_FEW_FORMS = 500
+_FORMS_PER_LAYER = 5
 
 
 class _NotPlain(Exception):
@@ -644,16 +665,20 @@ class _PlanBuilder:
         root = self.root
         if len(root):
             raise _NotPlain("an edge with elements inside")
-        ends = tuple(self.slot(root, name, required=True) for name in ("from-layer", "from-port", "to-layer", "to-port"))
+        ends = tuple(self.slot(root, name, required=True)
+                     for name in ("from-layer", "from-port", "to-layer", "to-port"))
         return _EdgePlan(template.count("\n"), ends, self.line(root))
 
 
 def _check_values(parts: list[str]) -> None:
     """The values (odd parts) hold no "<" (not well-formed XML), no tab or newline (libxml2 turns
-    those into spaces, and lines are counted in the markup) and no other unusual character."""
+    those into spaces, and lines are counted in the markup), no other unusual character, and
+    none is longer than libxml2 reads."""
     values = "".join(parts[1::2])
     if "<" in values or not values.isprintable():
         raise _NotPlain("a value with <, a tab, a newline or an unusual character")
+    if len(values) > _LONGEST_CHUNK and max(map(len, parts[1::2])) > _LONGEST_CHUNK:
+        raise _NotPlain("a value longer than libxml2 reads without XML_PARSE_HUGE")
 
 
 def _fill_rt_info(plan: tuple, values: list[str]) -> dict:
@@ -687,7 +712,7 @@ def _build_layer(plan: _LayerPlan, values: list, line: int, lid: str, resolved: 
             names = values[_slot(p.names)]
             ports.append(Port(values[p.id], index, line + p.line, precision, etype, p.dims,
                               split_names(names) if names else (),
-                              {} if p.rt_info is None else _fill_rt_info(p.rt_info, values)))
+                              EMPTY if p.rt_info is None else _fill_rt_info(p.rt_info, values)))
         if len(ports) > 1 and len({p.id for p in ports}) < len(ports):
             raise _NotPlain("a duplicate port id")
         port_lists.append(ports)
@@ -695,15 +720,15 @@ def _build_layer(plan: _LayerPlan, values: list, line: int, lid: str, resolved: 
     return Layer(lid, values[_slot(plan.name, _ABSENT_EMPTY)], values[plan.type], values[plan.version],
                  line + plan.line, {} if plan.data is None else {k: values[i] for k, i in plan.data},
                  None if plan.data is None else line + plan.data_line, port_lists[0], port_lists[1],
-                 {} if plan.rt_info is None else _fill_rt_info(plan.rt_info, values),
+                 EMPTY if plan.rt_info is None else _fill_rt_info(plan.rt_info, values),
                  None if output_names is None else split_names(output_names), resolved[0], resolved[1],
-                 {}, {}, [], "")
+                 EMPTY, EMPTY, [], "")
 
 
 def _compile_builder(plan: _LayerPlan):
     """`_build_layer` for this one plan, as straight-line code."""
     names = {"Port": Port, "Layer": Layer, "split_names": split_names, "fill": _fill_rt_info,
-             "by_precision": etypes.BY_PRECISION, "_NotPlain": _NotPlain}
+             "by_precision": etypes.BY_PRECISION, "_NotPlain": _NotPlain, "EMPTY": EMPTY}
     code = ["def build(values, line, lid, resolved):"]
     port_lists = []
     for side, port_plans in (("i", plan.inputs), ("o", plan.outputs)):
@@ -717,12 +742,12 @@ def _compile_builder(plan: _LayerPlan):
                 code.append(f"    precision_{port} = values[{p.precision}]")
                 code.append(f"    etype_{port} = by_precision.get(precision_{port})")
                 code.append(f"    if etype_{port} is None:")
-                code.append(f"        raise _NotPlain('an unknown precision')")
+                code.append("        raise _NotPlain('an unknown precision')")
             tensor_names = "()"
             if p.names is not None:
                 code.append(f"    names_{port} = values[{p.names}]")
                 tensor_names = f"split_names(names_{port}) if names_{port} else ()"
-            rt_info = "{}"
+            rt_info = "EMPTY"
             if p.rt_info is not None:
                 names[f"rt_{port}"] = p.rt_info
                 rt_info = f"fill(rt_{port}, values)"
@@ -737,7 +762,7 @@ def _compile_builder(plan: _LayerPlan):
     if plan.data is not None:
         data = "{" + ", ".join(f"{k!r}: values[{i}]" for k, i in plan.data) + "}"
         data_line = f"line + {plan.data_line}"
-    rt_info = "{}"
+    rt_info = "EMPTY"
     if plan.rt_info is not None:
         names["rt_layer"] = plan.rt_info
         rt_info = "fill(rt_layer, values)"
@@ -745,7 +770,7 @@ def _compile_builder(plan: _LayerPlan):
     output_names = "None" if plan.output_names is None else f"split_names(values[{plan.output_names}])"
     code.append(f"    return Layer(lid, {name}, values[{plan.type}], values[{plan.version}], line + {plan.line}, "
                 f"{data}, {data_line}, {port_lists[0]}, {port_lists[1]}, {rt_info}, {output_names}, "
-                f"resolved[0], resolved[1], {{}}, {{}}, [], '')")
+                f"resolved[0], resolved[1], EMPTY, EMPTY, [], '')")
     exec("\n".join(code), names)
     return names["build"]
 
@@ -753,14 +778,17 @@ def _compile_builder(plan: _LayerPlan):
 class _LayerForm:
     """One form of layer: its plan, and how to build a layer of it."""
 
-    __slots__ = ("plan", "newlines", "id_at", "type_at", "version_at", "build", "uses")
+    __slots__ = ("plan", "markup", "newlines", "id_at", "type_at", "version_at", "build", "uses",
+                 "next_markup", "next_form")
 
-    def __init__(self, plan: _LayerPlan):
-        self.plan = plan
-        self.newlines = plan.newlines
-        self.id_at, self.type_at, self.version_at = plan.id, plan.type, plan.version
+    def __init__(self, plan: _LayerPlan | None, markup: tuple[str, ...]):
+        self.plan, self.markup = plan, markup
+        if plan is not None:
+            self.newlines = plan.newlines
+            self.id_at, self.type_at, self.version_at = plan.id, plan.type, plan.version
         self.build = self._interpret
         self.uses = 0
+        self.next_markup, self.next_form = None, None   # the form that followed this one last time
 
     def _interpret(self, values: list, line: int, lid: str, resolved: tuple[str, int]) -> Layer:
         self.uses += 1
@@ -809,9 +837,9 @@ class _FastReader:
         template = _template(parts)
         return _PlanBuilder(f"<{tag} " + template, len(parts) // 2, self.big_file), template
 
-    def _layer_form(self, parts: list[str]) -> _LayerForm:
+    def _layer_form(self, parts: list[str], markup: tuple[str, ...]) -> _LayerForm:
         builder, template = self._plan_builder("layer", parts)
-        return _LayerForm(builder.layer(template))
+        return _LayerForm(builder.layer(template), markup)
 
     def _edge_plan(self, parts: list[str]) -> tuple:
         builder, template = self._plan_builder("edge", parts)
@@ -824,6 +852,7 @@ class _FastReader:
         versions: dict[tuple[str, str], tuple[str, int]] = {}
         layers: dict[str, Layer] = {}
         at, line = self._first(start, end, "layer", text.count("\n", 0, start) + 1)
+        previous = _LayerForm(None, ())   # (a form no chunk has: where the first prediction comes from)
         while at < end:
             following = text.find("<layer ", at + 7, end)
             if following < 0:
@@ -833,9 +862,18 @@ class _FastReader:
             parts = text[at + 7:following].split('"')
             at = following
             markup = tuple(parts[0::2])
-            form = forms.get(markup)
-            if form is None:
-                form = forms[markup] = self._layer_form(parts)
+            # Layers come in repeated blocks: the form that followed this one last time
+            # usually follows it again, and comparing costs less than hashing.
+            if markup == previous.next_markup:
+                form = previous.next_form
+            else:
+                form = forms.get(markup)
+                if form is None:
+                    if len(forms) >= _FEW_FORMS and len(forms) * _FORMS_PER_LAYER > len(layers):
+                        raise _NotPlain("so many forms of layer that reading them one by one is faster")
+                    form = forms[markup] = self._layer_form(parts, markup)
+                previous.next_markup, previous.next_form = form.markup, form
+            previous = form
             values = parts[1::2]
             joined = "".join(values)   # (`_check_values`, inline: this loop runs once per layer)
             if "<" in joined or not joined.isprintable():
@@ -909,8 +947,6 @@ class _FastReader:
         if last[1:] != (ends, line_at):
             return None
         _check_values(parts)
-        if max(map(len, parts)) > _LONGEST_CHUNK:
-            raise _NotPlain("a value longer than libxml2 reads without XML_PARSE_HUGE")
         columns = [parts[i::8] for i in (1, 3, 5, 7)]
         first = line + line_at
         lines = range(first, first + count * newlines, newlines) if newlines else itertools.repeat(first, count)
@@ -982,18 +1018,17 @@ def parse_document(path: str | Path) -> IRDocument:
     if fast is not None:
         root, top_layers, top_edges = fast
     else:
-        diags.clear()
+        diags.clear()   # (what the fast path reported before it gave up)
         reader, top_edges = _Reader(diags), None
-    try:
-        if fast is None:
+        try:
             root, top_layers = _parse_streaming(data, reader)
-    except etree.XMLSyntaxError as exc:
-        line, col = (exc.position if exc.position else (exc.lineno, 0))
-        msg = str(exc.msg if hasattr(exc, "msg") else exc).split(", line ")[0]
-        raise UnreadableFileError(f"not well-formed XML (line {line}, column {col}): {msg}",
-                                  file=file, line=line, code="E-XML-SYNTAX") from None
-    except ValueError as exc:  # e.g. a str with an encoding declaration
-        raise UnreadableFileError(f"not well-formed XML: {exc}", file=file, code="E-XML-SYNTAX") from None
+        except etree.XMLSyntaxError as exc:
+            line, col = (exc.position if exc.position else (exc.lineno, 0))
+            msg = str(exc.msg if hasattr(exc, "msg") else exc).split(", line ")[0]
+            raise UnreadableFileError(f"not well-formed XML (line {line}, column {col}): {msg}",
+                                      file=file, line=line, code="E-XML-SYNTAX") from None
+        except ValueError as exc:  # e.g. a str with an encoding declaration
+            raise UnreadableFileError(f"not well-formed XML: {exc}", file=file, code="E-XML-SYNTAX") from None
     if root is None:
         raise UnreadableFileError("not well-formed XML: no root element", file=file, code="E-XML-SYNTAX")
     if root.tag == "layer":

@@ -6,6 +6,7 @@ dims: `dim_map` applies a monotone non-decreasing function to both bounds.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Callable, Union
@@ -42,8 +43,12 @@ def is_static_dim(d: DimLike) -> bool:
     return isinstance(d, int)
 
 
+_INT_FOREVER = itertools.repeat(int)
+
+
 def is_static(shape: Shape) -> bool:
-    return shape is not None and all(isinstance(d, int) for d in shape)
+    # (map over isinstance: no generator frame, a big model asks this 10^5 times)
+    return shape is not None and all(map(isinstance, shape, _INT_FOREVER))
 
 
 def make_dim(lo: int, hi: int | None) -> DimLike:

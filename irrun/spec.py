@@ -410,7 +410,8 @@ def _parse_value(a: AttrSpec, text: str) -> tuple[Any, list[AttrProblem]]:
         numbers = value if isinstance(value, tuple) else (value,)
         bad = [n for n in numbers if isinstance(n, (int, float)) and not math.isnan(n) and n < a.min]
         if bad:
-            problems.append(AttrProblem("E-ATTR-RANGE", name, f'attribute {name}="{text}": values must be >= {a.min:g}'))
+            problems.append(AttrProblem("E-ATTR-RANGE", name,
+                                        f'attribute {name}="{text}": values must be >= {a.min:g}'))
     if isinstance(a.length, int) and len(value) != a.length:
         problems.append(AttrProblem("E-ATTR-LENGTH", name,
                                     f'attribute {name}="{text}" has {len(value)} values, expected {a.length}'))

@@ -194,6 +194,23 @@ def test_the_fast_path_reads_what_the_general_path_reads(tmp_path, monkeypatch, 
         assert fast_taken == fast_expected
 
 
+def test_an_ir_of_mostly_distinct_layers_takes_the_general_path(tmp_path, monkeypatch):
+    """Every Parameter -> ReLU -> Result of its own width: a form per layer, read one by one."""
+    layers, edges = [], []
+    for k in range(1, 201):
+        p, r, o = 3 * k, 3 * k + 1, 3 * k + 2
+        layers += [layer(p, f"p{k}", "Parameter", data={"shape": f"1,{k}", "element_type": "f32"},
+                         outputs=[port(0, (1, k), names=f"p{k}")]),
+                   layer(r, f"r{k}", "ReLU", inputs=[port(0, (1, k))], outputs=[port(1, (1, k))]),
+                   layer(o, f"o{k}", "Result", inputs=[port(0, (1, k))])]
+        edges += [edge(p, 0, r, 0), edge(r, 1, o, 0)]
+    xml = write(tmp_path, net(layers, edges))
+    monkeypatch.setattr(ir, "_FEW_FORMS", 50)
+    quick, general, fast_taken = _both_paths(xml, monkeypatch)
+    assert quick == general and not fast_taken
+    assert quick[1] == []
+
+
 def test_a_value_too_long_for_libxml2_takes_the_general_path(tmp_path, monkeypatch):
     xml = tmp_path / "long.xml"
     _bench_module().write_model(xml, 40)
