@@ -846,6 +846,19 @@ class _FastReader:
         p = builder.edge(template)
         return p.newlines, p.ends, p.line
 
+    def _chunks(self, at: int, end: int, tag: str):
+        """Each `<tag ...>` of text[at:end] up to the next one, split at its quotes: markup at
+        the even indices, attribute values at the odd ones."""
+        text, opening = self.text, f"<{tag} "
+        while at < end:
+            following = text.find(opening, at + len(opening), end)
+            if following < 0:
+                following = end
+            if following - at > _LONGEST_CHUNK:
+                raise _NotPlain(f"a {tag} longer than libxml2 reads without XML_PARSE_HUGE")
+            yield text[at + len(opening):following].split('"')
+            at = following
+
     def layers(self, start: int, end: int) -> tuple[dict[str, Layer], int]:
         """The layers of text[start:end], and the line on which `end` is."""
         text, forms, add_layer = self.text, self.layer_forms, self.reader.add_layer
@@ -853,14 +866,7 @@ class _FastReader:
         layers: dict[str, Layer] = {}
         at, line = self._first(start, end, "layer", text.count("\n", 0, start) + 1)
         previous = _LayerForm(None, ())   # (a form no chunk has: where the first prediction comes from)
-        while at < end:
-            following = text.find("<layer ", at + 7, end)
-            if following < 0:
-                following = end
-            if following - at > _LONGEST_CHUNK:
-                raise _NotPlain("a layer longer than libxml2 reads without XML_PARSE_HUGE")
-            parts = text[at + 7:following].split('"')
-            at = following
+        for parts in self._chunks(at, end, "layer"):
             markup = tuple(parts[0::2])
             # Layers come in repeated blocks: the form that followed this one last time
             # usually follows it again, and comparing costs less than hashing.
@@ -874,10 +880,8 @@ class _FastReader:
                     form = forms[markup] = self._layer_form(parts, markup)
                 previous.next_markup, previous.next_form = form.markup, form
             previous = form
+            _check_values(parts)
             values = parts[1::2]
-            joined = "".join(values)   # (`_check_values`, inline: this loop runs once per layer)
-            if "<" in joined or not joined.isprintable():
-                raise _NotPlain("a value with <, a tab, a newline or an unusual character")
             values += (None, "")
             lid, type_name, version = values[form.id_at], values[form.type_at], values[form.version_at]
             if not lid.lstrip("-").isdigit():
@@ -901,16 +905,9 @@ class _FastReader:
         edges = self._uniform_edges(at, end, line)
         if edges is not None:
             return edges
-        text, plans = self.text, self.edge_plans
+        plans = self.edge_plans
         edges = []
-        while at < end:
-            following = text.find("<edge ", at + 6, end)
-            if following < 0:
-                following = end
-            if following - at > _LONGEST_CHUNK:
-                raise _NotPlain("an edge longer than libxml2 reads without XML_PARSE_HUGE")
-            parts = text[at + 6:following].split('"')
-            at = following
+        for parts in self._chunks(at, end, "edge"):
             markup = tuple(parts[0::2])
             plan = plans.get(markup)
             if plan is None:

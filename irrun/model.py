@@ -127,12 +127,10 @@ class Model:
         for i, (info, layer) in enumerate(zip(self.inputs, params)):
             for key in (*info.names, layer.name):
                 self._input_lookup.setdefault(key, i)
+        # A constant only folding reads (an f16 weight, once decompressed) leaves memory as it is dropped.
         with _no_cyclic_gc():
             self._plan = Plan(analysis, [l.id for l in results], [l.id for l in params], max_memory,
                               release=weights.release if weights is not None else None)
-        if weights is not None:
-            # What folding read and no step reads (f16 weights decompressed once) leaves memory.
-            weights.release_pages_except(self._plan.constants.values())
 
     @property
     def graph(self):

@@ -52,21 +52,6 @@ class Weights:
         span = self._span(array)
         return self._drop(*span) if span else 0
 
-    def release_pages_except(self, arrays) -> int:
-        """Drop the resident pages of the file that none of `arrays` views (f16 weights once
-        decompressed, shapes once folded); returns the bytes released."""
-        if not isinstance(self._map, mmap.mmap):
-            return 0
-        page = mmap.PAGESIZE
-        kept = sorted((lo // page * page, -(-hi // page) * page)
-                      for lo, hi in filter(None, map(self._span, arrays)))
-        released, start = 0, 0
-        for lo, hi in kept + [(self.size, self.size)]:
-            if lo > start:
-                released += self._drop(start, lo)
-            start = max(start, hi)
-        return released
-
     def check_unchanged(self) -> None:
         """Refuse to read a .bin that shrank since it was mapped.
 

@@ -57,9 +57,9 @@ def _polynomial(coefficients: tuple[float, ...], z: np.ndarray) -> np.ndarray:
 # Gelu's erf in float32: erf(t) = t P(t^2) / Q(t^2) for t clamped to [-4, 4] (from 3.92 on, erf is 1
 # in float32); one rational function, degrees 5 / 5, fitted to `erf` by weighted least squares.
 # Within 4.1e-7 of erf, which keeps Gelu within 1e-6 of 0.5 x (1 + erf(x / sqrt 2)) for x <= 4
-# and within 2.5e-7 relative above; the CPU plugin's own Gelu is 1.2e-6 off at x = 3.5.  A third of the work of the two-branch form of `erf`, which
-# is 2 ulp closer but made Gelu 40% of a BERT encoder's time.  Leading coefficient first; P is
-# halved, so that t P / Q is erf(t) / 2.
+# and within 2.5e-7 relative above; the CPU plugin's own Gelu is 1.2e-6 off at x = 3.5.  A third
+# of the work of the two-branch form of `erf`, which is 2 ulp closer but made Gelu 40% of a BERT
+# encoder's time.  Leading coefficient first; P is halved, so that t P / Q is erf(t) / 2.
 _GELU_ERF_P = tuple(c / 2 for c in (1.9745583096867836e-06, 0.0002879645812287712, 0.004002091973519928,
                                     0.05346277799246491, 0.1962185205467738, 1.1283789791187833))
 _GELU_ERF_Q = (3.747392767327778e-05, 0.0012158995683168026, 0.015441432023659158, 0.1164631974328935,
@@ -213,12 +213,20 @@ class Clamp(Activation):
         return np.where(hi < raised, hi, raised)
 
 
+def _softmax_into(x, out, axis: int | None):
+    if x.size == 0:
+        return out
+    np.subtract(x, x.max(axis=axis, keepdims=True), out=out)   # max subtracted: exp cannot overflow
+    np.exp(out, out=out)
+    out /= out.sum(axis=axis, keepdims=True)
+    return out
+
+
 def _softmax(axis: int | None):
     def softmax(x):
-        if x.size == 0:
-            return x
-        e = np.exp(x - x.max(axis=axis, keepdims=True))   # max subtracted: exp cannot overflow
-        return e / e.sum(axis=axis, keepdims=True)
+        if x.ndim == 0:   # NumPy makes scalars of 0-d results, which `out=` cannot take
+            return softmax(x.reshape(1)).reshape(())
+        return _softmax_into(x, np.empty_like(x), axis)
     return softmax
 
 
@@ -240,15 +248,10 @@ class Softmax(Activation):
         return float_math(_softmax(axis if x.ndim else None), x)
 
     def into(self, x, out):
-        """`_softmax` (the same rounding) without temporaries, for the executor."""
-        if x.size == 0 or x.ndim == 0:
+        if x.ndim == 0:
             out[...] = self.run(x)
             return out
-        axis = self.axis(x.ndim)
-        np.subtract(x, x.max(axis=axis, keepdims=True), out=out)
-        np.exp(out, out=out)
-        out /= out.sum(axis=axis, keepdims=True)
-        return out
+        return _softmax_into(x, out, self.axis(x.ndim))
 
 
 # ---------------------------------------------------------------- PRelu
