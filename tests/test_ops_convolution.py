@@ -309,6 +309,52 @@ def test_column_matrix_built_in_blocks_of_output_rows(rank, kind, budget, monkey
     compare(model_of(node, x), [rand(2, 4, *spatial)], tmp_path)
 
 
+# Stride 1, C_out <= C_in: one GEMM per tap on the flattened padded input.  Per rank: spatial size,
+# kernel, pads_begin, pads_end, dilations.
+TAP_GEOMETRY = {
+    1: ([13], [3], [2], [1], [2]),
+    2: ([9, 8], [3, 2], [1, 0], [2, 1], [1, 2]),
+    3: ([5, 6, 4], [2, 3, 2], [0, 1, 1], [1, 0, 1], [2, 1, 1]),
+}
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["conv", "group_conv"])
+@pytest.mark.parametrize("block_columns", [1, 7, convolution.TAP_BLOCK_COLUMNS])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_stride_one_tap_by_tap(rank, kind, block_columns, dtype, monkeypatch, tmp_path):
+    """Blocks of one output column, of a few (ending mid-row) and of whole maps; two samples; for
+    integers the sums are exact in f64 before the CPU plugin's rounding."""
+    monkeypatch.setattr(convolution, "TAP_BLOCK_COLUMNS", block_columns)
+    calls = []
+    taps = convolution._shifted_taps
+    monkeypatch.setattr(convolution, "_shifted_taps", lambda *args: calls.append(1) or taps(*args))
+    spatial, kernel, pads_begin, pads_end, dilations = TAP_GEOMETRY[rank]
+    make = rand if dtype != np.int32 else (lambda *shape, seed=0: ints(*shape, dtype=dtype, seed=seed))
+    x = ops.parameter([2, 6, *spatial], dtype, name="x")
+    ones = [1] * rank
+    if kind == "conv":
+        node = conv(x, ops.constant(make(5, 6, *kernel, seed=1).astype(dtype)), ones, pads_begin, pads_end, dilations)
+    else:
+        node = group_conv(x, ops.constant(make(2, 3, 3, *kernel, seed=1).astype(dtype)), ones, pads_begin, pads_end,
+                          dilations)
+    compare(model_of(node, x), [make(2, 6, *spatial).astype(dtype)], tmp_path,
+            **(F16 if dtype == np.float16 else {}))
+    assert calls, "the tap-by-tap kernel was not used"
+
+
+def test_tap_by_tap_not_used_for_wide_or_strided_layers():
+    geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
+    whole, counts = [(-1, 15), (-1, 15)], [14, 14]
+    assert convolution._taps_pay((1, 16, 16, 3, 3), geo, whole, counts)
+    assert not convolution._taps_pay((1, 32, 16, 3, 3), geo, whole, counts)      # C_out > C_in
+    assert not convolution._taps_pay((1, 256, 256, 3, 3), geo, whole, counts)    # wide: im2col's GEMM wins
+    strided = convolution.Geometry((2, 2), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
+    assert not convolution._taps_pay((1, 16, 16, 3, 3), strided, whole, [7, 7])
+    dilated = convolution.Geometry((1, 1), (6, 6), (0, 0), (0, 0), (0, 0), "explicit")
+    assert not convolution._taps_pay((1, 16, 16, 3, 3), dilated, [(0, 14), (0, 14)], [2, 2])   # mostly waste
+
+
 # ---------------------------------------------------------------- shape inference and validation
 
 def ov_model_xml(tmp_path, node, *params):
