@@ -12,7 +12,6 @@ import itertools
 import sys
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 
 from . import etypes
@@ -255,6 +254,7 @@ def check_structure(document: IRDocument, nodes: dict[str, Node], diags: Diagnos
             diags.error("E-NO-RESULT", "the model has no Result layer, so it computes nothing")
     order = _topological_order(graph.layers, graph.sources)
     if order is None:
+        import networkx as nx   # only here: importing it takes a quarter second
         cycle = nx.find_cycle(graph.graph)
         ids = [u for u, *_ in cycle]
         names = " -> ".join(f'{i} "{graph.layers[i].name}"' for i in ids + ids[:1])

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-import networkx as nx
 from lxml import etree
 
 from . import etypes
@@ -25,6 +25,9 @@ from .diagnostics import Diagnostics
 from .errors import LayerRef, UnreadableFileError
 from .etypes import ElementType
 from .spec import VersionLookupError, resolve_version
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 SUBGRAPH_BODIES = ("body", "then_body", "else_body")
 # The rt_info, bodies and port maps of the layers and ports that have none (nearly all of
@@ -99,8 +102,10 @@ class IRGraph:
     def graph(self) -> nx.MultiDiGraph:
         """node = layer id; edge attrs: out_port, in_port (indices), line.
 
-        Built on first use: validation walks `sources` and never needs it.
+        Built on first use: validation and execution walk `sources` and never need it (nor the
+        quarter second that importing networkx takes).
         """
+        import networkx as nx
         g = nx.MultiDiGraph()
         g.add_nodes_from(self.layers)
         g.add_edges_from((e.from_layer, e.to_layer, {"out_port": e.out_index, "in_port": e.in_index, "line": e.line})

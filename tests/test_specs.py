@@ -17,6 +17,25 @@ def test_every_kernel_has_a_spec_and_every_spec_a_kernel():
     assert registered_keys() == set(all_specs())
 
 
+def test_family_index_names_the_module_of_every_kernel():
+    """A load imports only the op modules its types need, found through this index."""
+    from irrun import registry
+    registered_keys()
+    modules = {type_name: cls.__module__.rsplit(".", 1)[1] for (type_name, _), cls in registry._REGISTRY.items()}
+    assert registry._families() == modules
+
+
+def test_a_load_imports_only_the_families_it_needs(tmp_path):
+    import subprocess
+    import sys
+    code = ("import sys, irrun; irrun.load(sys.argv[1]); "
+            "print(sorted(m for m in sys.modules if m.startswith('irrun.ops.')))")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "models" / "digits" / "model.xml")],
+                         capture_output=True, text=True, check=True).stdout
+    loaded = eval(out)
+    assert "irrun.ops.arithmetic" in loaded and "irrun.ops.sequence" not in loaded, loaded
+
+
 def test_every_spec_is_a_real_openvino_op_version():
     catalogue = opset_catalogue()
     for type_name, version in all_specs():
@@ -26,6 +45,17 @@ def test_every_spec_is_a_real_openvino_op_version():
 def test_catalogue_has_all_pairs():
     assert sum(len(v) for v in opset_catalogue().values()) == 241
     assert len(opset_catalogue()) == 205
+
+
+def test_catalogue_reader_agrees_with_tomllib():
+    """opsets.toml is read by a line reader of its own (for speed); it must read what TOML reads,
+    and refuse what it does not understand."""
+    import tomllib
+    from irrun.spec import _read_catalogue
+    text = (ROOT / "specs" / "opsets.toml").read_text()
+    assert _read_catalogue(text) == tomllib.loads(text)
+    with pytest.raises(ValueError, match="line 2"):
+        _read_catalogue('[Abs]\n1 = { x = 1 }\n')
 
 
 def test_readme_op_table_is_current():

@@ -16,7 +16,7 @@ from ..errors import ShapeError
 from ..etypes import from_dtype
 from ..registry import Op, register
 from ..shapes import format_shape, normalize_axis
-from .common import convert_array, typed_constant
+from .common import convert_array, extremum_with_scalar, typed_constant
 
 
 def float_math(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -144,7 +144,7 @@ class Activation(UnaryElementwise):
 def _relu_into(x, out):
     # std::max(x, 0) as OpenVINO's reference: NaN stays NaN (the CPU plugin's 0 is its bug); -0.0
     # may come out as 0.0, as on the CPU plugin.  np.where(x < 0, 0, x) is 5x slower.
-    return np.maximum(x, typed_constant(0, x.dtype), out=out)
+    return extremum_with_scalar(np.maximum, x, 0, out)
 
 
 @register("Relu", 1)

@@ -26,6 +26,36 @@ def typed_constant(value, dtype: np.dtype) -> np.ndarray:
     return found
 
 
+# NumPy's maximum / minimum against a scalar run a loop 4x slower than against a contiguous row
+# (numpy 2.4, x86-64); a 64 KiB row of the scalar, broadcast, takes the fast loop.
+_ROW = 1 << 14
+
+
+def extremum_with_scalar(ufunc, x: np.ndarray, value, out: np.ndarray) -> np.ndarray:
+    """`ufunc(x, value, out=out)` for np.maximum / np.minimum, the same result, faster."""
+    scalar = typed_constant(value, x.dtype)
+    if x.size < 2 * _ROW or not (x.flags.c_contiguous and out.flags.c_contiguous) or x.dtype != out.dtype:
+        return ufunc(x, scalar, out=out)
+    flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+    body = x.size // _ROW * _ROW
+    ufunc(flat_x[:body].reshape(-1, _ROW), _scalar_row(scalar), out=flat_out[:body].reshape(-1, _ROW))
+    ufunc(flat_x[body:], scalar, out=flat_out[body:])
+    return out
+
+
+_ROWS: dict[tuple, np.ndarray] = {}
+
+
+def _scalar_row(scalar: np.ndarray) -> np.ndarray:
+    key = (scalar.tobytes(), scalar.dtype)
+    found = _ROWS.get(key)
+    if found is None:
+        found = np.full(_ROW, scalar)
+        found.flags.writeable = False
+        _ROWS[key] = found
+    return found
+
+
 def convert_array(x: np.ndarray, dst: ElementType) -> np.ndarray:
     """Convert as OpenVINO's reference does.
 
