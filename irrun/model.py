@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .allocator import keep_freed_memory
 from .analysis import Analysis, LoadContext, analyze
 from .diagnostics import Diagnostic, Diagnostics
 from .errors import (InputError, IrrunError, LayerRef, ModelError, UnreadableFileError, UnsupportedError,
@@ -127,6 +128,7 @@ class Model:
         for i, (info, layer) in enumerate(zip(self.inputs, params)):
             for key in (*info.names, layer.name):
                 self._input_lookup.setdefault(key, i)
+        keep_freed_memory()
         # A constant only folding reads (an f16 weight, once decompressed) leaves memory as it is dropped.
         with _no_cyclic_gc():
             self._plan = Plan(analysis, [l.id for l in results], [l.id for l in params], max_memory,
