@@ -331,14 +331,16 @@ def test_stride_one_tap_by_tap(rank, kind, block_columns, dtype, monkeypatch, tm
     monkeypatch.setattr(convolution, "_shifted_taps", lambda *args: calls.append(1) or taps(*args))
     spatial, kernel, pads_begin, pads_end, dilations = TAP_GEOMETRY[rank]
     make = rand if dtype != np.int32 else (lambda *shape, seed=0: ints(*shape, dtype=dtype, seed=seed))
-    x = ops.parameter([2, 6, *spatial], dtype, name="x")
+    channels = 16 if kind == "conv" else 64
+    x = ops.parameter([2, channels, *spatial], dtype, name="x")
     ones = [1] * rank
     if kind == "conv":
-        node = conv(x, ops.constant(make(5, 6, *kernel, seed=1).astype(dtype)), ones, pads_begin, pads_end, dilations)
+        node = conv(x, ops.constant(make(12, 16, *kernel, seed=1).astype(dtype)), ones, pads_begin, pads_end,
+                    dilations)
     else:
-        node = group_conv(x, ops.constant(make(2, 3, 3, *kernel, seed=1).astype(dtype)), ones, pads_begin, pads_end,
-                          dilations)
-    compare(model_of(node, x), [make(2, 6, *spatial).astype(dtype)], tmp_path,
+        node = group_conv(x, ops.constant(make(2, 24, 32, *kernel, seed=1).astype(dtype)), ones, pads_begin,
+                          pads_end, dilations)
+    compare(model_of(node, x), [make(2, channels, *spatial).astype(dtype)], tmp_path,
             **(F16 if dtype == np.float16 else {}))
     assert calls, "the tap-by-tap kernel was not used"
 
@@ -349,6 +351,9 @@ def test_tap_by_tap_not_used_for_wide_or_strided_layers():
     assert convolution._taps_pay((1, 16, 16, 3, 3), geo, whole, counts)
     assert not convolution._taps_pay((1, 32, 16, 3, 3), geo, whole, counts)      # C_out > C_in
     assert not convolution._taps_pay((1, 256, 256, 3, 3), geo, whole, counts)    # wide: im2col's GEMM wins
+    assert not convolution._taps_pay((1, 2, 4, 3, 3), geo, whole, counts)        # narrow
+    assert convolution._taps_pay((4, 32, 32, 3, 3), geo, whole, counts)
+    assert not convolution._taps_pay((8, 16, 16, 3, 3), geo, whole, counts)      # many narrow groups
     strided = convolution.Geometry((2, 2), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
     assert not convolution._taps_pay((1, 16, 16, 3, 3), strided, whole, [7, 7])
     dilated = convolution.Geometry((1, 1), (6, 6), (0, 0), (0, 0), (0, 0), "explicit")

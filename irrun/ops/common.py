@@ -14,13 +14,14 @@ _INT64_MIN = -(1 << 63)
 _CONSTANTS: dict[tuple, np.ndarray] = {}
 
 
-def typed_constant(value, dtype: np.dtype) -> np.ndarray:
-    """A read-only 0-d array of `dtype`: a ufunc takes it in a fraction of the time it spends
-    converting a Python or NumPy scalar, which is most of the cost on small tensors."""
-    key = (value, dtype)
+def typed_constant(value, dtype: np.dtype, length: int | None = None) -> np.ndarray:
+    """A read-only 0-d array of `dtype` (a row of `length` copies, if given): a ufunc takes it in a
+    fraction of the time it spends converting a Python or NumPy scalar, which is most of the cost
+    on small tensors."""
+    key = (value, dtype, length)
     found = _CONSTANTS.get(key)
     if found is None:
-        found = np.array(value, dtype)
+        found = np.full(() if length is None else length, value, dtype)
         found.flags.writeable = False
         _CONSTANTS[key] = found
     return found
@@ -38,22 +39,10 @@ def extremum_with_scalar(ufunc, x: np.ndarray, value, out: np.ndarray) -> np.nda
         return ufunc(x, scalar, out=out)
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
     body = x.size // _ROW * _ROW
-    ufunc(flat_x[:body].reshape(-1, _ROW), _scalar_row(scalar), out=flat_out[:body].reshape(-1, _ROW))
+    row = typed_constant(value, x.dtype, _ROW)
+    ufunc(flat_x[:body].reshape(-1, _ROW), row, out=flat_out[:body].reshape(-1, _ROW))
     ufunc(flat_x[body:], scalar, out=flat_out[body:])
     return out
-
-
-_ROWS: dict[tuple, np.ndarray] = {}
-
-
-def _scalar_row(scalar: np.ndarray) -> np.ndarray:
-    key = (scalar.tobytes(), scalar.dtype)
-    found = _ROWS.get(key)
-    if found is None:
-        found = np.full(_ROW, scalar)
-        found.flags.writeable = False
-        _ROWS[key] = found
-    return found
 
 
 def convert_array(x: np.ndarray, dst: ElementType) -> np.ndarray:
