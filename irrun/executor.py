@@ -154,6 +154,9 @@ class Plan:
                     self.dynamic = True
             steps.append(Step(node, node.op, ins, outs, [], sizes))
         self.result_slots = [self.slot_of[(rid, 0)] for rid in result_ids]
+        for step in steps:
+            if hasattr(step.op, "memory_limit"):      # an op with bodies: their plans keep this limit
+                step.op.memory_limit = self.memory_limit
         self.steps = steps
         self.n_slots = len(self.slot_of)
         self._schedule_frees()

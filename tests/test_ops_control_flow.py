@@ -490,3 +490,26 @@ def test_if_branches_of_different_element_types(tmp_path):
     report = irrun.validate(xml)
     assert any(d.layer and d.layer.type == "If" and "else_body" in d.message for d in report.errors), \
         [d.format() for d in report.errors]
+
+
+def test_bodies_keep_the_models_memory_limit(tmp_path):
+    """A 4 MiB tensor inside a branch, under a 1 MiB limit: refused when the branch first runs,
+    not only outside bodies (the model's own tensors are all small)."""
+    C, X = param([], np.bool_, "c"), param([1], name="X")
+    xt = param([1], name="xt")
+    big = ops.broadcast(xt, ops.constant(np.array([1024, 1024], np.int64)))
+    then = ov.Model([ops.result(ops.reduce_sum(big, ops.constant(np.array([0, 1], np.int64)), False))], [xt])
+    xe = param([1], name="xe")
+    other = ov.Model([ops.result(ops.reduce_sum(xe, ops.constant(np.array([0], np.int64)), False))], [xe])
+    node = ops.if_op(C)
+    node.set_then_body(then)
+    node.set_else_body(other)
+    node.set_input(X.output(0), xt, xe)
+    out = node.set_output(then.get_results()[0], other.get_results()[0])
+    xml = save(ov.Model([out], [C, X]), tmp_path)
+    feeds = {"c": np.array(True), "X": np.ones(1, np.float32)}
+    assert irrun.load(xml).infer(feeds)
+    small = irrun.load(xml, max_memory=1 << 20)
+    assert small.infer({**feeds, "c": np.array(False)})
+    with pytest.raises(irrun.IrrunError, match="limit of 1.0 MiB"):
+        small.infer(feeds)

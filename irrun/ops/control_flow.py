@@ -111,6 +111,8 @@ class SubgraphOp(Op):
 
     foldable = False      # bodies run at call time; nothing of them is folded at load
     bodies: dict[str, Analysis]
+    #: the enclosing plan's limit on one tensor's size (bytes), which the bodies' plans keep too
+    memory_limit: int | None = None
 
     def __init__(self, spec, attrs):
         super().__init__(spec, attrs)
@@ -130,7 +132,8 @@ class SubgraphOp(Op):
 
     def runner(self, tag: str = "body") -> BodyRunner:
         if tag not in self._runners:
-            self._runners[tag] = BodyRunner(self.body(tag), [i.parameter for i in self.port_map(tag).inputs])
+            self._runners[tag] = BodyRunner(self.body(tag), [i.parameter for i in self.port_map(tag).inputs],
+                                            self.memory_limit)
         return self._runners[tag]
 
     def body_type(self, tag: str, layer_id: str) -> TensorType:
