@@ -46,6 +46,34 @@ def test_const_decoding_matches_openvino(name, tmp_path):
     assert_close(value, expected, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("as_input", [False, True], ids=["weight", "input"])
+def test_every_f16_value_decompresses_exactly(as_input, tmp_path):
+    """Every f16 bit pattern, five times over (past the size that converts on several threads), to
+    f32: as an f16-compressed weight times ones, and through Convert of an f16 input; against
+    OpenVINO's reference evaluation."""
+    bits = np.tile(np.arange(65536, dtype=np.uint16), 5)
+    values = bits.view(np.float16).reshape(5, 65536)
+    if as_input:
+        x = ops.parameter([5, 65536], np.float16, name="x")
+        model, feed = ov.Model([ops.result(ops.convert(x, ov.Type.f32))], [x]), values
+    else:
+        x = ops.parameter([5, 65536], np.float32, name="x")
+        model = ov.Model([ops.result(ops.multiply(x, ops.constant(values.astype(np.float32))))], [x])
+        feed = np.ones(values.shape, np.float32)
+    xml = tmp_path / "model.xml"
+    ov.save_model(model, str(xml), compress_to_fp16=not as_input)
+    assert ('element_type="f16"' in xml.read_text()) and ('type="Convert"' in xml.read_text())
+    out = [ov.Tensor(ov.Type.f32, ov.Shape([5, 65536]))]
+    assert CORE.read_model(str(xml)).evaluate(out, [ov.Tensor(feed)])
+    (got,) = irrun.load(xml).infer([feed]).values()
+    assert got.dtype == np.float32
+    expected = out[0].data
+    # (OpenVINO quiets signalling NaNs, NumPy keeps their payload: NaN where NaN, the rest bit for bit)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    number = ~np.isnan(expected)
+    np.testing.assert_array_equal(got[number].view(np.uint32), expected[number].view(np.uint32))
+
+
 def test_packed_layouts_from_the_reference_page():
     """Bit orders documented in ir-format.md 1.4, byte for byte."""
     assert etypes.BY_NAME["i4"].decode(bytes.fromhex("2f7d08"), 5).tolist() == [-1, 2, -3, 7, -8]
