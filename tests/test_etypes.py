@@ -101,3 +101,26 @@ def test_precision_names():
     assert etypes.from_precision("BOOL") is etypes.boolean
     with pytest.raises(irrun.ModelError):
         etypes.from_precision("fp32")  # case-sensitive, as in OpenVINO
+
+
+def test_threaded_decompression_survives_fork():
+    """A child forked after a threaded f16 conversion converts on its own (the parent's pool has no
+    threads in the child: without starting its own, the conversion would wait forever)."""
+    import subprocess
+    import sys
+    code = """
+import os, numpy as np
+from irrun.ops.common import convert_array
+from irrun import etypes
+f32 = etypes.element_type("f32")
+a = np.ones(1 << 20, np.float16)
+convert_array(a, f32)
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if convert_array(a, f32).sum() == a.size else 1)
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+    if not hasattr(__import__("os"), "fork"):
+        pytest.skip("no fork here")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "0", done.stderr

@@ -79,6 +79,16 @@ _PARALLEL_WIDENING = 1 << 18
 _pool = None
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool has no threads there, and would never run a part."""
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _widen_in_threads(x: np.ndarray, carrier: np.dtype) -> np.ndarray:
     global _pool
     workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 4)
