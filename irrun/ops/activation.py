@@ -16,7 +16,7 @@ from ..errors import ShapeError
 from ..etypes import from_dtype
 from ..registry import Op, register
 from ..shapes import format_shape, normalize_axis
-from .common import convert_array, extremum_with_scalar, typed_constant
+from .common import convert_array, scalar_extremum, typed_constant
 
 
 def float_math(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -131,11 +131,16 @@ class Activation(UnaryElementwise):
     #: f32/f64 kernel writing into its second argument, bound by the executor: `fn(x, out) -> out`
     into = None
 
+    def into_for(self, dtype: np.dtype):
+        """`into` for data of `dtype` (an op may make one with its constants in that type)."""
+        return self.into
+
     def bind(self, step):
         """`into` for float32/float64 data, in place when the plan lets this op overwrite its input."""
-        if self.into is None or self.run_replaced() or step.inputs[0].etype.name not in ("f32", "f64"):
+        etype = step.inputs[0].etype
+        if self.into is None or self.run_replaced() or etype.name not in ("f32", "f64"):
             return None
-        into = self.into
+        into = self.into_for(etype.carrier)
         if 0 in step.consumable:
             return lambda x: into(x, x)
         return lambda x: into(x, np.empty_like(x))
@@ -144,12 +149,15 @@ class Activation(UnaryElementwise):
 def _relu_into(x, out):
     # std::max(x, 0) as OpenVINO's reference: NaN stays NaN (the CPU plugin's 0 is its bug); -0.0
     # may come out as 0.0, as on the CPU plugin.  np.where(x < 0, 0, x) is 5x slower.
-    return extremum_with_scalar(np.maximum, x, 0, out)
+    return scalar_extremum(np.maximum, 0, x.dtype)(x, out)
 
 
 @register("Relu", 1)
 class Relu(Activation):
     into = staticmethod(_relu_into)
+
+    def into_for(self, dtype):
+        return scalar_extremum(np.maximum, 0, dtype)
 
     def run(self, x):
         return _relu_into(x, np.empty_like(x))
@@ -159,17 +167,24 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-def _sigmoid_into(x, out):
-    """1 / (1 + exp(-x)), rounded exactly as `_sigmoid`, without temporaries."""
-    np.negative(x, out=out)
-    np.exp(out, out=out)
-    np.add(out, typed_constant(1, out.dtype), out=out)
-    return np.reciprocal(out, out=out)
+def _sigmoid_into_for(dtype):
+    one = typed_constant(1, dtype)
+
+    def sigmoid_into(x, out):
+        """1 / (1 + exp(-x)), rounded exactly as `_sigmoid`, without temporaries."""
+        np.negative(x, out=out)
+        np.exp(out, out=out)
+        np.add(out, one, out=out)
+        return np.reciprocal(out, out=out)
+    return sigmoid_into
 
 
 @register("Sigmoid", 1)
 class Sigmoid(Activation):
-    into = staticmethod(_sigmoid_into)
+    into = staticmethod(lambda x, out: _sigmoid_into_for(out.dtype)(x, out))
+
+    def into_for(self, dtype):
+        return _sigmoid_into_for(dtype)
 
     def run(self, x):
         return float_math(_sigmoid, x)
