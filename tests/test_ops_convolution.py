@@ -345,6 +345,22 @@ def test_stride_one_tap_by_tap(rank, kind, block_columns, dtype, monkeypatch, tm
     assert calls, "the tap-by-tap kernel was not used"
 
 
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_tap_by_tap_negative_pads_agree_with_im2col(rank, monkeypatch):
+    """Negative pads crop the input.  OpenVINO runs none (its CPU plugin does not compile them, its
+    reference evaluation fails), so the two kernels are checked against each other."""
+    geo = convolution.Geometry((1,) * rank, (1, 2, 1)[:rank], (1, -1, 0)[:rank], (-2, 1, 1)[:rank], (0,) * rank,
+                               "explicit")
+    x, w = rand(2, 16, *(9, 8, 6)[:rank]), rand(1, 12, 16, *(3, 2, 3)[:rank], seed=1)
+    calls = []
+    taps = convolution._shifted_taps
+    monkeypatch.setattr(convolution, "_shifted_taps", lambda *args: calls.append(1) or taps(*args))
+    got = convolution.conv_forward(x, w, geo)
+    monkeypatch.setattr(convolution, "TAP_MAX_CHANNELS", 0)
+    np.testing.assert_allclose(got, convolution.conv_forward(x, w, geo), rtol=1e-5, atol=1e-5)
+    assert calls == [1]
+
+
 def test_tap_by_tap_not_used_for_wide_or_strided_layers():
     geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
     whole, counts = [(-1, 15), (-1, 15)], [14, 14]
