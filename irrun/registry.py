@@ -140,10 +140,10 @@ def _families() -> dict[str, str]:
     """Op type -> the module of `irrun.ops` that registers it, read off the `@register("Type"`
     lines of the sources: importing all 29 families takes 45 ms, a model needs a handful (a test
     checks the index against the registry; a type it misses makes every family load)."""
-    from .ops import FAMILIES
+    from .ops import families
     here = Path(__file__).with_name("ops")
     found: dict[str, str] = {}
-    for family in FAMILIES:
+    for family in families():
         try:
             text = (here / f"{family}.py").read_text(encoding="utf-8")
         except OSError:

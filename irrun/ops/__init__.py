@@ -2,16 +2,17 @@
 
 A load imports only the families its ops need (`irrun.registry.implementation`
 finds a type's module by its `@register("Type", ...)` line); `import_all`
-registers every family.
+registers every family.  A new module here is a family: nothing lists them.
 """
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
-FAMILIES = ("activation", "arithmetic", "attention", "color", "control_flow", "convolution", "ctc",
-            "detection", "embedding", "generation", "indexing", "infrastructure", "layout", "logical",
-            "matrix", "movement", "normalization", "patches", "pooling", "quantization", "reduction",
-            "reorder", "resampling", "sequence", "signal", "sorting", "state", "strings", "unary_math")
+
+def families() -> list[str]:
+    """The modules of this package (helpers such as `common` and `window` among them)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__))
 
 
 def import_family(name: str) -> None:
@@ -19,5 +20,5 @@ def import_family(name: str) -> None:
 
 
 def import_all() -> None:
-    for name in FAMILIES:
+    for name in families():
         import_family(name)
