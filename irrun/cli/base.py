@@ -1,0 +1,81 @@
+"""The command group, error handling and option helpers shared by every command."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from .. import __version__
+from ..arrays import load_array_file
+from ..errors import IrrunError, UsageError
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    m = _SIZE.match(text)
+    if not m:
+        raise click.BadParameter(f"{text!r} is not a size (examples: 512M, 4G, 1000000)")
+    return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
+
+
+def collect_inputs(specs: tuple[str, ...]):
+    """`--input` values -> a dict (named) or a list (positional)."""
+    named, positional = {}, []
+    for spec in specs:
+        name, sep, path = spec.rpartition("=")
+        if sep and name and not Path(spec).exists():
+            named[name] = load_array_file(path)
+            continue
+        loaded = load_array_file(spec)
+        if isinstance(loaded, dict):
+            named.update(loaded)
+        else:
+            positional.append(loaded)
+    if named and positional:
+        raise UsageError("mix of named (NAME=file.npy / .npz) and positional --input values; use one style")
+    return named if named else positional
+
+
+class _Group(click.Group):
+    """Turns irrun errors into one `error: ...` line and the right exit code."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except IrrunError as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            ctx.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except BrokenPipeError:
+            # The reader went away (`irrun ... | head`): stop quietly, as Unix tools do.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(1)
+        except Exception as exc:  # noqa: BLE001 - an irrun bug still gets one line, not a traceback
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
+                       err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="irrun")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
+@click.pass_context
+def cli(ctx, debug):
+    """Run, validate and inspect OpenVINO IR models (model.xml + model.bin)."""
+    ctx.obj = {"debug": debug}
+
+
+def main(argv=None):
+    cli.main(args=argv, prog_name="irrun")

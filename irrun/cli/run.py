@@ -1,0 +1,65 @@
+"""`irrun infer`: run a model on array files."""
+from __future__ import annotations
+
+import click
+import numpy as np
+
+from ..errors import UsageError
+from ..model import load
+from ..shapes import format_shape
+from .base import cli, collect_inputs, parse_size
+
+
+def _summary(name: str, value: np.ndarray) -> list[str]:
+    lines = [f"{name}: shape {list(value.shape)} {value.dtype}"]
+    if value.size and value.dtype.kind in "biuf":
+        v = value.astype(np.float64)
+        lines[0] += f"  min {np.nanmin(v):.6g}  mean {np.nanmean(v):.6g}  max {np.nanmax(v):.6g}"
+    scores = value.reshape(-1) if value.ndim <= 2 and value.size == max(value.shape or (0,)) else None
+    if scores is not None and value.dtype.kind == "f" and 2 < scores.size <= 100000:
+        top = np.argsort(-scores, kind="stable")[:5]
+        lines.append("  top-5: " + ", ".join(f"class {i} ({scores[i]:.4g})" for i in top))
+    return lines
+
+
+def _print_profile(timings: list) -> None:
+    total = sum(t for _, t in timings) or 1e-12
+    by_type: dict[str, list[float]] = {}
+    for layer, t in timings:
+        by_type.setdefault(layer.label, []).append(t)
+    click.echo(f"profile: {len(timings)} layers run in {total * 1e3:.3f} ms")
+    click.echo(f"  {'ms':>9}  {'%':>5}  {'count':>5}  layer type")
+    for label, ts in sorted(by_type.items(), key=lambda kv: -sum(kv[1])):
+        click.echo(f"  {sum(ts) * 1e3:9.3f}  {100 * sum(ts) / total:5.1f}  {len(ts):5d}  {label}")
+    click.echo("  slowest layers:")
+    for layer, t in sorted(timings, key=lambda lt: -lt[1])[:10]:
+        click.echo(f"  {t * 1e3:9.3f}  {layer.ref.describe()}")
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--input", "-i", "inputs", multiple=True, metavar="[NAME=]FILE",
+              help="x.npy (inputs in order), NAME=x.npy (by tensor or Parameter name), or in.npz (keys = names). "
+                   "Repeatable.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write every output to this .npz, keyed by name.")
+@click.option("--max-memory", type=str, default=None, metavar="SIZE",
+              help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
+@click.option("--profile", is_flag=True, help="Print time per layer type and the slowest layers.")
+def infer(model, inputs, output, max_memory, profile):
+    """Run MODEL on the given inputs."""
+    limit = parse_size(max_memory) if max_memory else None
+    m = load(model, max_memory=limit)
+    if not inputs:
+        want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
+        raise UsageError(f"no --input given; the model takes: {want}")
+    timings: list | None = [] if profile else None
+    outputs = m.infer(collect_inputs(inputs), profile=timings)
+    if timings is not None:
+        _print_profile(timings)
+    if output:
+        np.savez(output, **outputs)
+        click.echo(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {output}")
+        return
+    for name, value in outputs.items():
+        for line in _summary(name, value):
+            click.echo(line)
