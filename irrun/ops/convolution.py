@@ -38,6 +38,7 @@ from .. import etypes, threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_merge, dim_mul, dims_compatible, format_shape
+from .winograd import WinogradFilter, winograd_conv, winograd_tile
 from .window import (SAME, effective_kernel, resolve_pads, transposed_axis_output, transposed_output_dims,
                      transposed_pads, window_output_dims)
 
@@ -538,6 +539,35 @@ class _ConvolutionFamily(Op):
 
     # -- kernel
 
+    winograd_capable = False    # Convolution, and GroupConvolution with one group
+
+    def bind(self, step):
+        """3x3 stride-1 float convolutions with a constant filter, where Winograd pays
+        (`winograd.winograd_tile`): the filter transformed once, here."""
+        if not self.winograd_capable or self.run_replaced() or len(step.inputs) != 2:
+            return None
+        data, filt = step.inputs
+        if filt.value is None or not data.is_static or data.rank != 4 or filt.etype is not data.etype \
+                or data.etype.name not in ("f32", "f64"):
+            return None
+        geo = self.geometry(2)
+        weights = filt.value
+        if self.grouped:
+            if weights.shape[0] != 1:
+                return None
+            weights = weights[0]
+        if tuple(weights.shape[2:]) != (3, 3) or tuple(geo.strides) != (1, 1) or tuple(geo.dilations) != (1, 1):
+            return None
+        spatial = data.shape[2:]
+        pb, pe = resolve_pads(spatial, (3, 3), geo.strides, geo.dilations, geo.pads_begin, geo.pads_end, geo.auto_pad)
+        whole = [(-b, size + e) for size, b, e in zip(spatial, pb, pe)]
+        counts = [hi - lo - 2 for lo, hi in whole]
+        m = winograd_tile(weights.shape[1], weights.shape[0], counts) if min(counts) > 0 else None
+        if m is None:
+            return None
+        transformed = WinogradFilter(weights, m, data.etype.carrier)
+        return lambda x, w: winograd_conv(x, transformed, whole, counts)
+
     def run(self, x, w, output_shape=None):
         self.check_channels(x.shape, w.shape)
         geo = self.geometry(x.ndim - 2)
@@ -551,12 +581,13 @@ class _ConvolutionFamily(Op):
 
 @register("Convolution", 1)
 class Convolution(_ConvolutionFamily):
-    pass
+    winograd_capable = True
 
 
 @register("GroupConvolution", 1)
 class GroupConvolution(_ConvolutionFamily):
     grouped = True
+    winograd_capable = True
 
 
 @register("ConvolutionBackpropData", 1)
