@@ -134,6 +134,9 @@ class Activation(UnaryElementwise):
     into = None
     #: work per element relative to an add (irrun.threads: when a large tensor is worth splitting)
     cost = 1.0
+    #: whether `into(x, x)` works (a kernel that reads x after its first write to out does not)
+    in_place = True
+
     #: axes `into` reads across (the rest is position by position): none but Softmax's
     def whole_axes(self, rank: int) -> tuple[int, ...]:
         return ()
@@ -151,7 +154,7 @@ class Activation(UnaryElementwise):
         into = self.into_for(etype.carrier)
         if into is None:
             return None
-        in_place = 0 in step.consumable
+        in_place = 0 in step.consumable and self.in_place
         data = step.inputs[0]
         if data.is_static and data.rank and threads.worth_parts(prod(data.shape), self.cost):
             cost, whole = self.cost, self.whole_axes(data.rank)
@@ -404,6 +407,7 @@ class Gelu(Activation):
 @register("Swish", 4)
 class Swish(Activation):
     float_only = True
+    in_place = False
 
     def infer(self, inputs):
         if len(inputs) > 1:
@@ -456,6 +460,7 @@ class SoftPlus(Activation):
 @register("Mish", 4)
 class Mish(Activation):
     float_only = True
+    in_place = False
     cost = 6.0
 
     def into_for(self, dtype):
@@ -499,6 +504,7 @@ def _relu6_into_for(dtype):
 
 @register("HSwish", 4)
 class HSwish(Activation):
+    in_place = False
     cost = 2.0
 
     def into_for(self, dtype):

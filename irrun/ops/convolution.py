@@ -243,10 +243,9 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
     rows = cg * prod(kernel)
     filters = w.reshape(groups, og, rows)
     positions_major = kernel[-1] >= POSITIONS_MAJOR_TAPS and geo.dilations[-1] == 1
-    if positions_major:   # [n, C, O..., K...] -> [n, G, O..., Cg, K...]
-        order = (0, 1) + axes + tuple(range(2 + rank, 2 + 2 * rank))
-    else:                 # -> [n, G, Cg, K..., O...]
-        order = (0, 1) + tuple(range(2 + rank, 2 + 2 * rank)) + axes
+    # the windows, split by group, are [n, G, Cg, O..., K...]
+    outputs, taps = tuple(range(3, 3 + rank)), tuple(range(3 + rank, 3 + 2 * rank))
+    order = (0, 1) + (outputs + (2,) + taps if positions_major else (2,) + taps + outputs)
     windows = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in geo.strides) \
         + tuple(slice(None, None, d) for d in geo.dilations)
 
@@ -261,8 +260,7 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
             lo = whole[0][0] + first * geo.strides[0]
             region = [(lo, lo + (last - first - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
             view = sliding_window_view(_zero_extended(xs, region), spans, axis=axes)[windows]
-            view = view.reshape(n, groups, cg, *view.shape[2:]).transpose(
-                (0, 1) + tuple(1 + i for i in order[1:]))
+            view = view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
             target = out[:, :, :, first:last].reshape(n, groups, og, -1)
             # (a reshape may keep a view whose rows overlap, which NumPy multiplies without BLAS)
             if positions_major:
