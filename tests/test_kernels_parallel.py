@@ -304,3 +304,24 @@ print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
         pytest.skip("no fork here")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "0", done.stderr
+
+
+@pytest.mark.parametrize("name", ["hswish", "hsigmoid", "swish", "swish_beta", "mish", "gelu", "sigmoid", "clamp",
+                                  "softmax"])
+@pytest.mark.parametrize("shape", [[1, 8, 5, 5], [2, 64, 64, 64]], ids=["small", "in-parts"])
+def test_activation_over_its_dying_input(name, shape, two_threads, tmp_path):
+    """The activation may overwrite Add's output, which nobody reads after it (in place where the
+    kernel allows: HSwish, Swish and Mish read their input after writing)."""
+    x = ops.parameter(shape, np.float32, name="x")
+    compare(model_of(ACTIVATIONS[name](ops.add(x, x)), x), [rand(*shape)], tmp_path, check_validate=False)
+
+
+@pytest.mark.parametrize("cin, kernel, stride", [(3, 16, 16), (5, 17, 3)])
+def test_positions_major_2d(cin, kernel, stride, monkeypatch, tmp_path):
+    """A ViT's patch embedding: a 2-D kernel of 16+ taps per row makes positions-major columns."""
+    calls = spy(monkeypatch, convolution, "_im2col")
+    x = ops.parameter([2, cin, 64, 48], np.float32, name="x")
+    w = rand(24, cin, kernel, kernel, seed=1, scale=1 / kernel)
+    node = ops.convolution(x, ops.constant(w), [stride, stride], [1, 0], [0, 2], [1, 1])
+    compare(model_of(node, x), [rand(2, cin, 64, 48)], tmp_path)
+    assert calls
