@@ -53,9 +53,9 @@ def peak_kib() -> int:
 
 # ---------------------------------------------------------------- runtimes: load() -> run(inputs) -> list of arrays
 
-def load_irrun(path: str, threads: int | None = None):     # threads: OPENBLAS_NUM_THREADS (run.py)
+def load_irrun(path: str, threads: int | None = None):
     import irrun
-    model = irrun.load(path)
+    model = irrun.load(path, threads=threads)
     return lambda inputs: list(model.infer(inputs).values()), model
 
 
@@ -157,7 +157,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--budget", type=float, default=20.0)
     parser.add_argument("--min-seconds", type=float, default=1.0)
-    parser.add_argument("--threads", type=int, help="OpenVINO's INFERENCE_NUM_THREADS")
+    parser.add_argument("--threads", type=int, help="irrun's threads / OpenVINO's INFERENCE_NUM_THREADS")
     args = parser.parse_args()
 
     __import__(MODULES[args.runtime])

@@ -95,7 +95,7 @@ class OpenVINOGraph:
         for i, y in enumerate(outputs):
             y.output(0).set_names({f"output{i}"})
             results.append(self.ops.result(y))
-        return self.ov.Model(results, self.parameters, self.name)
+        return self.ov.Model(results, getattr(self, "sinks", []), self.parameters, self.name)
 
     def save(self, outputs, path: Path, compress_to_fp16=False) -> Path:
         self.ov.save_model(self.model(outputs), str(path), compress_to_fp16=compress_to_fp16)
@@ -239,9 +239,9 @@ def resnet18(g, rng):
     return [logits], {"image": rng.standard_normal((1, 3, 224, 224), dtype=np.float32)}
 
 
-def bert_encoder(g, rng, seq=128, hidden=256, layers=4, heads=4, vocab=8000):
+def bert_encoder(g, rng, seq=128, hidden=256, layers=4, heads=4, vocab=8000, batch=1):
     """A BERT-style encoder: token + position embeddings, `layers` post-norm transformer blocks."""
-    ids = g.input("input_ids", (1, seq), np.int64)
+    ids = g.input("input_ids", (batch, seq), np.int64)
     head = hidden // heads
     emb = g.gather(rng.standard_normal((vocab, hidden), dtype=np.float32) * np.float32(0.02), ids)
     pos = g.const(rng.standard_normal((1, seq, hidden), dtype=np.float32) * np.float32(0.02))
@@ -249,17 +249,23 @@ def bert_encoder(g, rng, seq=128, hidden=256, layers=4, heads=4, vocab=8000):
     x = g.layer_norm(g.add(emb, pos), ones, zeros)
 
     def split_heads(t):
-        return g.transpose(g.reshape(t, (1, seq, heads, head)), (0, 2, 1, 3))
+        return g.transpose(g.reshape(t, (batch, seq, heads, head)), (0, 2, 1, 3))
 
     for _ in range(layers):
         q, k, v = (split_heads(dense(g, rng, x, hidden, hidden)) for _ in range(3))
         scores = g.mul(g.matmul(q, k, transpose_b=True), g.const(np.float32(1 / math.sqrt(head))))
         context = g.matmul(g.softmax(scores, -1), v)
-        context = g.reshape(g.transpose(context, (0, 2, 1, 3)), (1, seq, hidden))
+        context = g.reshape(g.transpose(context, (0, 2, 1, 3)), (batch, seq, hidden))
         x = g.layer_norm(g.add(x, dense(g, rng, context, hidden, hidden)), ones, zeros)
         ffn = dense(g, rng, g.gelu(dense(g, rng, x, hidden, 4 * hidden)), 4 * hidden, hidden)
         x = g.layer_norm(g.add(x, ffn), ones, zeros)
-    return [x], {"input_ids": rng.integers(0, vocab, (1, seq), dtype=np.int64)}
+    return [x], {"input_ids": rng.integers(0, vocab, (batch, seq), dtype=np.int64)}
+
+
+def transformer_seq17(g, rng):
+    """A sentence encoder at the short sequences users send: batch 2, sequence 17, hidden 384,
+    6 layers, 6 heads (MiniLM-sized; GEMMs of 34 rows)."""
+    return bert_encoder(g, rng, seq=17, hidden=384, layers=6, heads=6, vocab=8000, batch=2)
 
 
 def detector(g, rng, classes=20, anchors=3):
@@ -293,6 +299,205 @@ def many_small_layers(g, rng, cycles=100):
     return [y], {"x": rng.standard_normal((1, 16), dtype=np.float32)}
 
 
+# ---------------------------------------------------------------- networks written against openvino's API alone
+
+def _group_conv(g, x, w, stride, pad, dilation=1):
+    ops = g.ops
+    rank = w.ndim - 3
+    return ops.group_convolution(x, g.const(w), [stride] * rank, [pad] * rank, [pad] * rank, [dilation] * rank)
+
+
+def _conv_bn(g, rng, x, cin, cout, k, stride=1, groups=1, act=None):
+    """Convolution (grouped when groups > 1, depthwise when groups == cin == cout) with its folded
+    BatchNorm bias and an activation."""
+    ops = g.ops
+    if groups == 1:
+        w, b = conv_weights(rng, cout, cin, k)
+        y = g.conv(x, w, b, stride, k // 2)
+    else:
+        w = rng.standard_normal((groups, cout // groups, cin // groups, k, k), dtype=np.float32) \
+            * np.float32(math.sqrt(2.0 / (cin // groups * k * k)))
+        b = rng.standard_normal(cout, dtype=np.float32) * np.float32(0.1)
+        y = ops.add(_group_conv(g, x, w, stride, k // 2), g.const(b.reshape(1, -1, 1, 1)))
+    if act == "relu":
+        return ops.relu(y)
+    if act == "hswish":
+        return ops.hswish(y)
+    return y
+
+
+def mobilenet_v3(g, rng):
+    """MobileNetV3-Small at 1x3x224x224: inverted residuals with depthwise 3x3 / 5x5 convolutions,
+    squeeze-excite (global pool, two 1x1 layers, HSigmoid, Multiply), HSwish; 1000 classes."""
+    ops = g.ops
+    x = g.input("image", (1, 3, 224, 224))
+    y = _conv_bn(g, rng, x, 3, 16, 3, 2, act="hswish")
+    cin = 16
+    # kernel, expanded, out, squeeze-excite, activation, stride
+    for k, exp, cout, se, act, s in ((3, 16, 16, True, "relu", 2), (3, 72, 24, False, "relu", 2),
+                                     (3, 88, 24, False, "relu", 1), (5, 96, 40, True, "hswish", 2),
+                                     (5, 240, 40, True, "hswish", 1), (5, 240, 40, True, "hswish", 1),
+                                     (5, 120, 48, True, "hswish", 1), (5, 144, 48, True, "hswish", 1),
+                                     (5, 288, 96, True, "hswish", 2), (5, 576, 96, True, "hswish", 1),
+                                     (5, 576, 96, True, "hswish", 1)):
+        h = _conv_bn(g, rng, y, cin, exp, 1, act=act) if exp != cin else y
+        h = _conv_bn(g, rng, h, exp, exp, k, s, groups=exp, act=act)
+        if se:
+            squeeze = ops.reduce_mean(h, g.const(np.array([2, 3], np.int64)), True)
+            squeeze = _conv_bn(g, rng, squeeze, exp, _round8(exp // 4), 1, act="relu")
+            squeeze = ops.hsigmoid(_conv_bn(g, rng, squeeze, _round8(exp // 4), exp, 1))
+            h = ops.multiply(h, squeeze)
+        h = _conv_bn(g, rng, h, exp, cout, 1)
+        y = ops.add(h, y) if s == 1 and cin == cout else h
+        cin = cout
+    y = _conv_bn(g, rng, y, cin, 576, 1, act="hswish")
+    y = ops.reduce_mean(y, g.const(np.array([2, 3], np.int64)), False)
+    y = ops.hswish(dense(g, rng, y, 576, 1024))
+    return [dense(g, rng, y, 1024, 1000)], {"image": rng.standard_normal((1, 3, 224, 224), dtype=np.float32)}
+
+
+def _round8(c):
+    return max(8, (c + 4) // 8 * 8)
+
+
+def crnn(g, rng, classes=97, hidden=128):
+    """A CRNN text recogniser at 1x3x32x256: a VGG-style backbone with grouped 3x3 convolutions,
+    height pooled away, then a bidirectional LSTM over the 64 columns and a per-column classifier."""
+    ops = g.ops
+    x = g.input("image", (1, 3, 32, 256))
+    y = g.max_pool(_conv_bn(g, rng, x, 3, 64, 3, act="relu"), 2, 2, 0)                    # 64 x 16 x 128
+    y = g.max_pool(_conv_bn(g, rng, y, 64, 128, 3, groups=4, act="relu"), 2, 2, 0)        # 128 x 8 x 64
+    y = _conv_bn(g, rng, y, 128, 256, 3, groups=8, act="relu")
+    y = _conv_bn(g, rng, y, 256, 256, 1, act="relu")
+    y = ops.max_pool(y, [2, 1], [1, 1], [0, 0], [0, 0], [2, 1]).output(0)                # 256 x 4 x 64
+    y = _conv_bn(g, rng, y, 256, 256, 3, groups=16, act="relu")
+    y = ops.reduce_max(y, g.const(np.array([2], np.int64)), False)                       # 1 x 256 x 64
+    seq = g.transpose(y, (0, 2, 1))                                                      # 1 x 64 x 256
+    scale = np.float32(1 / math.sqrt(hidden))
+    w = rng.standard_normal((2, 4 * hidden, 256), dtype=np.float32) * scale
+    r = rng.standard_normal((2, 4 * hidden, hidden), dtype=np.float32) * scale
+    b = rng.standard_normal((2, 4 * hidden), dtype=np.float32) * np.float32(0.1)
+    zeros = g.const(np.zeros((1, 2, hidden), np.float32))
+    lstm = ops.lstm_sequence(seq, zeros, zeros, g.const(np.array([64], np.int32)), g.const(w), g.const(r),
+                             g.const(b), hidden, "bidirectional")
+    out = g.reshape(g.transpose(lstm.output(0), (0, 2, 1, 3)), (1, 64, 2 * hidden))      # 1 x 64 x 256
+    return [g.softmax(dense(g, rng, out, 2 * hidden, classes), -1)], \
+        {"image": rng.standard_normal((1, 3, 32, 256), dtype=np.float32)}
+
+
+def audio_1d(g, rng, samples=16000, classes=12):
+    """A 1-D audio classifier on one second at 16 kHz: a learned filterbank first (one input
+    channel, 64 filters of 512 taps, stride 4: 90% of the work, as in pitch trackers and keyword
+    spotters), then strided 1-D convolutions, global pooling, a classifier."""
+    ops = g.ops
+    x = g.input("audio", (1, 1, samples))
+
+    def conv1d(y, cin, cout, k, stride, pad):
+        w = rng.standard_normal((cout, cin, k), dtype=np.float32) * np.float32(math.sqrt(2.0 / (cin * k)))
+        b = rng.standard_normal(cout, dtype=np.float32) * np.float32(0.1)
+        z = ops.convolution(y, g.const(w), [stride], [pad], [pad], [1])
+        return ops.relu(ops.add(z, g.const(b.reshape(1, -1, 1))))
+
+    y = conv1d(x, 1, 64, 512, 4, 0)                                                        # 64 x 3873
+    y = ops.max_pool(y, [2], [1], [0], [0], [2]).output(0)
+    for cin, cout in ((64, 128), (128, 128), (128, 256), (256, 256)):
+        y = conv1d(y, cin, cout, 3, 2, 1)
+    y = ops.reduce_mean(y, g.const(np.array([2], np.int64)), False)
+    return [dense(g, rng, y, 256, classes)], {"audio": rng.standard_normal((1, 1, samples), dtype=np.float32)}
+
+
+def vit(g, rng, image=224, patch=16, hidden=192, layers=6, heads=3, classes=1000):
+    """A ViT-Tiny-style image classifier (6 of its 12 blocks): 16x16 patches by a strided
+    convolution, a class token, pre-norm transformer blocks with Gelu MLPs."""
+    ops = g.ops
+    x = g.input("image", (1, 3, image, image))
+    tokens = (image // patch) ** 2
+    w = rng.standard_normal((hidden, 3, patch, patch), dtype=np.float32) * np.float32(math.sqrt(1 / (3 * patch * patch)))
+    y = g.conv(x, w, np.zeros(hidden, np.float32), patch, 0)
+    y = g.transpose(g.reshape(y, (1, hidden, tokens)), (0, 2, 1))
+    cls = g.const(rng.standard_normal((1, 1, hidden), dtype=np.float32) * np.float32(0.02))
+    y = g.add(g.concat([cls, y], 1), g.const(rng.standard_normal((1, tokens + 1, hidden), dtype=np.float32)
+                                            * np.float32(0.02)))
+    ones, zeros, head, n = np.ones(hidden, np.float32), np.zeros(hidden, np.float32), hidden // heads, tokens + 1
+
+    def split_heads(t):
+        return g.transpose(g.reshape(t, (1, n, heads, head)), (0, 2, 1, 3))
+
+    for _ in range(layers):
+        h = g.layer_norm(y, ones, zeros, 1e-6)
+        q, k, v = (split_heads(dense(g, rng, h, hidden, hidden)) for _ in range(3))
+        scores = g.mul(g.matmul(q, k, transpose_b=True), g.const(np.float32(1 / math.sqrt(head))))
+        context = g.reshape(g.transpose(g.matmul(g.softmax(scores, -1), v), (0, 2, 1, 3)), (1, n, hidden))
+        y = g.add(y, dense(g, rng, context, hidden, hidden))
+        h = g.layer_norm(y, ones, zeros, 1e-6)
+        y = g.add(y, dense(g, rng, g.gelu(dense(g, rng, h, hidden, 4 * hidden)), 4 * hidden, hidden))
+    y = g.layer_norm(y, ones, zeros, 1e-6)
+    first = ops.gather(y, g.const(np.array([0], np.int64)), g.const(np.int64(1)))
+    return [dense(g, rng, g.reshape(first, (1, hidden)), hidden, classes)], \
+        {"image": rng.standard_normal((1, 3, image, image), dtype=np.float32)}
+
+
+def _int4_weight(g, rng, rows, cols, group=32):
+    """A [rows, cols] f32 weight as NNCF compresses it to int4 (asymmetric, groups of `group`
+    along the input axis): u4 Const -> Convert f16 -> Subtract zero point -> Multiply scale
+    -> Reshape -> Convert f32."""
+    ov, ops = g.ov, g.ops
+    shape = [rows, cols // group, group]
+    codes = rng.integers(0, 16, shape, dtype=np.uint8)
+    zero = rng.integers(6, 10, [rows, cols // group, 1], dtype=np.uint8)
+    scale = (rng.random([rows, cols // group, 1], dtype=np.float32) * np.float32(0.02 / math.sqrt(cols) * 8)
+             + np.float32(1e-3)).astype(np.float16)
+    weight = ov.op.Constant(ov.Type.u4, ov.Shape(shape), codes.reshape(-1).tolist())
+    zero_point = ov.op.Constant(ov.Type.u4, ov.Shape(list(zero.shape)), zero.reshape(-1).tolist())
+    w = ops.subtract(ops.convert(weight, ov.Type.f16), ops.convert(zero_point, ov.Type.f16))
+    w = ops.multiply(w, ops.constant(scale))
+    return ops.convert(ops.reshape(w, g.const(np.array([rows, cols], np.int64)), False), ov.Type.f32)
+
+
+def decoder_step(g, rng, hidden=256, layers=4, heads=4, vocab=4096, window=128):
+    """One decoding step of a GPT-style LLM with int4-compressed weights (as NNCF writes them) and
+    a stateful KV cache (ReadValue / Assign per layer, as optimum-intel exports): the new token's
+    key and value are appended and the last `window` kept (sliding-window attention, so that every
+    timed call sees a cache of the same length)."""
+    ov, ops = g.ov, g.ops
+    from openvino.op.util import Variable, VariableInfo
+    ids = g.input("input_ids", (1, 1), np.int64)
+    head = hidden // heads
+    y = g.gather(rng.standard_normal((vocab, hidden), dtype=np.float32) * np.float32(0.02), ids)   # 1 x 1 x H
+    ones, zeros = np.ones(hidden, np.float32), np.zeros(hidden, np.float32)
+    sinks = []
+
+    def linear(t, cin, cout):
+        return g.matmul(t, _int4_weight(g, rng, cout, cin), transpose_b=True)
+
+    def cache(name, new):
+        info = VariableInfo()
+        info.data_shape = ov.PartialShape([1, heads, window, head])
+        info.data_type = ov.Type.f32
+        info.variable_id = name
+        var = Variable(info)
+        past = ops.read_value(g.const(np.zeros((1, heads, window, head), np.float32)), var)
+        grown = ops.concat([past, new], 2)
+        kept = ops.slice(grown, g.const(np.array([1], np.int64)), g.const(np.array([window + 1], np.int64)),
+                         g.const(np.array([1], np.int64)), g.const(np.array([2], np.int64)))
+        sinks.append(ops.assign(kept, var))
+        return kept
+
+    for layer in range(layers):
+        h = g.layer_norm(y, ones, zeros, 1e-5)
+        q, k, v = (g.transpose(g.reshape(linear(h, hidden, hidden), (1, 1, heads, head)), (0, 2, 1, 3))
+                   for _ in range(3))
+        keys, values = cache(f"past_key_{layer}", k), cache(f"past_value_{layer}", v)
+        scores = g.mul(g.matmul(q, keys, transpose_b=True), g.const(np.float32(1 / math.sqrt(head))))
+        context = g.reshape(g.transpose(g.matmul(g.softmax(scores, -1), values), (0, 2, 1, 3)), (1, 1, hidden))
+        y = g.add(y, linear(context, hidden, hidden))
+        h = g.layer_norm(y, ones, zeros, 1e-5)
+        y = g.add(y, linear(g.gelu(linear(h, hidden, 4 * hidden)), 4 * hidden, hidden))
+    logits = linear(g.layer_norm(y, ones, zeros, 1e-5), hidden, vocab)
+    g.sinks = sinks
+    return [logits], {"input_ids": np.array([[17]], np.int64)}
+
+
 # name -> (builder, save the IR with f16-compressed weights)
 NETWORKS = {
     "resnet18": (resnet18, False),
@@ -300,8 +505,16 @@ NETWORKS = {
     "bert_encoder": (bert_encoder, False),
     "detector": (detector, False),
     "many_small_layers": (many_small_layers, False),
+    "mobilenet_v3": (mobilenet_v3, False),
+    "crnn": (crnn, False),
+    "audio_1d": (audio_1d, False),
+    "transformer_seq17": (transformer_seq17, False),
+    "decoder_step_int4": (decoder_step, False),
+    "vit": (vit, False),
 }
-QUICK = ["resnet18", "bert_encoder", "detector", "many_small_layers", "digits"]
+# Written against openvino's API directly (grouped convolutions, LSTM, state, int4): no ONNX twin.
+IR_ONLY = {"mobilenet_v3", "crnn", "audio_1d", "decoder_step_int4", "vit"}
+QUICK = ["resnet18", "bert_encoder", "detector", "many_small_layers", "mobilenet_v3", "audio_1d", "digits"]
 
 
 def build_ir(name: str, directory: Path) -> tuple[Path, dict[str, np.ndarray]]:
@@ -317,7 +530,7 @@ def build_ir(name: str, directory: Path) -> tuple[Path, dict[str, np.ndarray]]:
 
 def build_onnx(name: str, directory: Path) -> Path | None:
     """The same network as an ONNX file (None for the digits sample, which exists only as IR)."""
-    if name not in NETWORKS:
+    if name not in NETWORKS or name in IR_ONLY:
         return None
     fn, _ = NETWORKS[name]
     g = OnnxGraph(name)

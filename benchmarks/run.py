@@ -104,7 +104,7 @@ def measure(runtime: str, model: Path, inputs: Path, outputs: Path, args) -> dic
     env["PYTHONPYCACHEPREFIX"] = str(outputs.parent / "pycache")
     if args.threads:
         cmd += ["--threads", str(args.threads)]
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        for var in ("IRRUN_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env[var] = str(args.threads)
     timeout = args.timeout
     try:
@@ -186,10 +186,26 @@ def bench_network(name: str, workdir: Path, args) -> dict:
 
 # ---------------------------------------------------------------- convolution vs matmul
 
-# (C_in, C_out, kernel, stride, H, W): ResNet-18's stem and stage convs, the detector's widest conv
-CONV_SHAPES = [(3, 64, 7, 2, 224, 224), (64, 64, 3, 1, 56, 56), (128, 128, 3, 1, 28, 28),
-               (256, 256, 3, 1, 14, 14), (512, 512, 3, 1, 7, 7), (16, 16, 3, 1, 160, 320),
-               (256, 512, 1, 2, 14, 14)]
+# One layer per shape class: (class, groups, C_in per group, C_out per group, spatial, kernel, stride, pad,
+# dilation, transposed).  The GEMM it is compared with is the one im2col would run:
+# groups x [C_out x C_in * K] @ [C_in * K x positions] (for a transposed one, [C_out * K x C_in] @ [C_in x inputs]).
+CONV_SHAPES = [
+    ("thin first layer (ResNet stem)", 1, 3, 64, (224, 224), (7, 7), 2, 3, 1, False),
+    ("thin first layer (detector)", 1, 3, 16, (320, 640), (3, 3), 2, 1, 1, False),
+    ("3x3, 64 ch", 1, 64, 64, (56, 56), (3, 3), 1, 1, 1, False),
+    ("3x3, 128 ch (Winograd)", 1, 128, 128, (28, 28), (3, 3), 1, 1, 1, False),
+    ("3x3, 256 ch (Winograd)", 1, 256, 256, (14, 14), (3, 3), 1, 1, 1, False),
+    ("3x3, 512 ch", 1, 512, 512, (7, 7), (3, 3), 1, 1, 1, False),
+    ("3x3, 16 ch (detector)", 1, 16, 16, (160, 320), (3, 3), 1, 1, 1, False),
+    ("1x1", 1, 64, 256, (56, 56), (1, 1), 1, 0, 1, False),
+    ("strided 3x3", 1, 64, 128, (56, 56), (3, 3), 2, 1, 1, False),
+    ("dilated 3x3", 1, 64, 64, (56, 56), (3, 3), 1, 2, 2, False),
+    ("grouped (8 x 16 ch)", 8, 16, 16, (56, 56), (3, 3), 1, 1, 1, False),
+    ("depthwise 3x3", 96, 1, 1, (56, 56), (3, 3), 1, 1, 1, False),
+    ("depthwise 5x5 / 2", 240, 1, 1, (28, 28), (5, 5), 2, 2, 1, False),
+    ("1-D, 1 ch, 512 taps / 4", 1, 1, 64, (16000,), (512,), 4, 0, 1, False),
+    ("backprop-data 4x4 / 2", 1, 64, 32, (28, 28), (4, 4), 2, 1, 1, True),
+]
 
 
 def _median_time(fn, repeat: int) -> float:
@@ -203,37 +219,46 @@ def _median_time(fn, repeat: int) -> float:
 
 
 def conv_vs_matmul(workdir: Path, repeat: int, threads: int | None = None) -> list[tuple]:
-    """Per conv shape: GFLOP/s of irrun's Convolution and of numpy.matmul on the same GEMM."""
-    if threads:
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:
-            print("(threadpoolctl is not installed: this table uses NumPy's default threads)")
-        else:
-            with threadpool_limits(threads):
-                return conv_vs_matmul(workdir, repeat)
+    """Per conv shape class: GFLOP/s of irrun's convolution and of numpy.matmul on the same GEMM,
+    with the threads irrun uses (BLAS included)."""
     import openvino as ov
     import openvino.opset13 as ops
+    from irrun import threads as pool
     rng = np.random.default_rng(0)
     rows = []
-    for cin, cout, k, s, h, w in CONV_SHAPES:
-        pad = k // 2
-        x = ops.parameter([1, cin, h, w], ov.Type.f32, name="x")
-        filters = rng.standard_normal((cout, cin, k, k), dtype=np.float32)
-        y = ops.convolution(x, ops.constant(filters), [s, s], [pad, pad], [pad, pad], [1, 1])
-        xml = workdir / f"conv_{cin}_{cout}_{k}_{s}_{h}x{w}.xml"
+    for label, groups, cin, cout, spatial, kernel, s, pad, dil, transposed in CONV_SHAPES:
+        rank = len(spatial)
+        x = ops.parameter([1, groups * cin, *spatial], ov.Type.f32, name="x")
+        taps = int(np.prod(kernel))
+        if transposed:
+            w = rng.standard_normal((groups * cin, cout, *kernel), dtype=np.float32)
+            y = ops.convolution_backprop_data(x, ops.constant(w), [s] * rank, None, [pad] * rank, [pad] * rank,
+                                              [dil] * rank)
+        elif groups == 1:
+            w = rng.standard_normal((cout, cin, *kernel), dtype=np.float32)
+            y = ops.convolution(x, ops.constant(w), [s] * rank, [pad] * rank, [pad] * rank, [dil] * rank)
+        else:
+            w = rng.standard_normal((groups, cout, cin, *kernel), dtype=np.float32)
+            y = ops.group_convolution(x, ops.constant(w), [s] * rank, [pad] * rank, [pad] * rank, [dil] * rank)
+        xml = workdir / f"conv_{len(rows)}.xml"
         ov.save_model(ov.Model([ops.result(y)], [x], "conv"), str(xml), compress_to_fp16=False)
-        model = irrun.load(xml)
-        data = rng.standard_normal((1, cin, h, w), dtype=np.float32)
-        ho, wo = (h + 2 * pad - k) // s + 1, (w + 2 * pad - k) // s + 1
-        flops = 2 * cout * cin * k * k * ho * wo
+        model = irrun.load(xml, threads=threads)
+        data = rng.standard_normal((1, groups * cin, *spatial), dtype=np.float32)
+        out_shape = model.outputs[0].shape
+        positions = int(np.prod(out_shape[2:]))
+        if transposed:
+            m, k, n = cout * taps, cin, int(np.prod(spatial))
+        else:
+            m, k, n = cout, cin * taps, positions
+        flops = 2 * groups * m * k * n
         conv_s = _median_time(lambda: model.infer(data), repeat)
-        a = rng.standard_normal((cout, cin * k * k), dtype=np.float32)
-        b = rng.standard_normal((cin * k * k, ho * wo), dtype=np.float32)
-        out = np.empty((cout, ho * wo), np.float32)
+        a = rng.standard_normal((groups, m, k), dtype=np.float32)
+        b = rng.standard_normal((groups, k, n), dtype=np.float32)
+        out = np.empty((groups, m, n), np.float32)
         gemm_s = _median_time(lambda: np.matmul(a, b, out=out), repeat)
-        rows.append((f"{cin}->{cout} {k}x{k}/{s} @{h}x{w}", f"{cout}x{cin * k * k}x{ho * wo}",
+        rows.append((label, f"{groups}x[{m}x{k}x{n}]" if groups > 1 else f"{m}x{k}x{n}",
                      flops / conv_s / 1e9, flops / gemm_s / 1e9))
+    pool.set_threads(None)
     return rows
 
 
@@ -310,8 +335,9 @@ def main():
     parser.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX ReferenceEvaluator")
     parser.add_argument("--no-conv", dest="conv", action="store_false", help="skip convolution vs matmul")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per runtime and network")
-    parser.add_argument("--threads", type=int, help="threads for both runtimes (OpenBLAS and OpenVINO's "
-                                                    "INFERENCE_NUM_THREADS); default: each runtime's own")
+    parser.add_argument("--threads", type=int, help="threads for both runtimes (irrun's --threads, BLAS "
+                                                    "included, and OpenVINO's INFERENCE_NUM_THREADS); "
+                                                    "default: each runtime's own (every core)")
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args()
     args.repeat = args.repeat or (5 if args.quick else 20)
@@ -324,7 +350,7 @@ def main():
 
     print(machine())
     if args.threads:
-        print(f"--threads {args.threads}: OPENBLAS_NUM_THREADS and INFERENCE_NUM_THREADS = {args.threads}")
+        print(f"--threads {args.threads}: irrun threads (BLAS included) and INFERENCE_NUM_THREADS = {args.threads}")
     if onnx_note:
         print(onnx_note)
     print()
@@ -338,8 +364,9 @@ def main():
         print_tables(results, args.onnx)
         print_profiles(results)
         if args.conv:
-            print("\n### Convolution GFLOP/s against numpy.matmul on the same GEMM (C_out x K x positions)\n")
-            print("| convolution | GEMM | irrun GFLOP/s | numpy.matmul GFLOP/s | irrun/matmul |")
+            print("\n### Convolution GFLOP/s against numpy.matmul on the same GEMM (C_out x K x positions), "
+                  "per shape class\n")
+            print("| class | GEMM | irrun GFLOP/s | numpy.matmul GFLOP/s | irrun/matmul |")
             print("|---|---|---:|---:|---:|")
             for label, gemm, conv, mm in conv_vs_matmul(Path(tmp), 3 if args.quick else 10, args.threads):
                 print(f"| {label} | {gemm} | {conv:.1f} | {mm:.1f} | {conv / mm:.2f} |")

@@ -18,6 +18,7 @@ from .etypes import ElementType
 from .executor import Plan
 from .ir import IRDocument, Layer, parse_document
 from .shapes import Dim, Shape, format_shape
+from .threads import set_threads, threads as current_threads
 from .weights import Weights
 
 
@@ -93,7 +94,9 @@ def _tensor_type(analysis: Analysis, layer: Layer):
 class Model:
     """A loaded IR, ready to run.  Use `irrun.load(path)`."""
 
-    def __init__(self, path: str | Path, *, max_memory: int | None = None):
+    def __init__(self, path: str | Path, *, max_memory: int | None = None, threads: int | None = None):
+        # Process-wide, like OpenBLAS's own count: set before anything runs (constant folding too).
+        set_threads(threads) if threads is not None else current_threads()
         document, analysis, weights = _document_and_analysis(path)
         errors = analysis.diagnostics.errors
         if document.snippet:
@@ -300,9 +303,12 @@ def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
     return value
 
 
-def load(path: str | Path, *, max_memory: int | None = None) -> Model:
-    """Load `model.xml` (and the `model.bin` beside it)."""
-    return Model(path, max_memory=max_memory)
+def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None) -> Model:
+    """Load `model.xml` (and the `model.bin` beside it).
+
+    `threads`: how many threads kernels and BLAS use, for the whole process (default: the
+    `IRRUN_THREADS` environment variable, else the CPUs this process may run on)."""
+    return Model(path, max_memory=max_memory, threads=threads)
 
 
 @dataclass

@@ -22,6 +22,13 @@ def parse_size(text: str) -> int:
     return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
 
 
+def threads_option(command):
+    """`--threads N`, shared by the commands that run a model."""
+    return click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+                        help="Threads for kernels and BLAS. Default: IRRUN_THREADS, else every CPU this "
+                             "process may use.")(command)
+
+
 def collect_inputs(specs: tuple[str, ...]):
     """`--input` values -> a dict (named) or a list (positional)."""
     named, positional = {}, []

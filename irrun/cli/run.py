@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import UsageError
 from ..model import load
 from ..shapes import format_shape
-from .base import cli, collect_inputs, parse_size
+from .base import cli, collect_inputs, parse_size, threads_option
 
 
 def _summary(name: str, value: np.ndarray) -> list[str]:
@@ -45,10 +45,11 @@ def _print_profile(timings: list) -> None:
 @click.option("--max-memory", type=str, default=None, metavar="SIZE",
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
 @click.option("--profile", is_flag=True, help="Print time per layer type and the slowest layers.")
-def infer(model, inputs, output, max_memory, profile):
+@threads_option
+def infer(model, inputs, output, max_memory, profile, threads):
     """Run MODEL on the given inputs."""
     limit = parse_size(max_memory) if max_memory else None
-    m = load(model, max_memory=limit)
+    m = load(model, max_memory=limit, threads=threads)
     if not inputs:
         want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
         raise UsageError(f"no --input given; the model takes: {want}")

@@ -8,10 +8,12 @@ at f32 inference precision) and rounds integer results to nearest.
 from __future__ import annotations
 
 import math
+from math import prod
 from typing import Callable
 
 import numpy as np
 
+from .. import threads
 from ..errors import ShapeError
 from ..etypes import from_dtype
 from ..registry import Op, register
@@ -130,6 +132,14 @@ class Activation(UnaryElementwise):
 
     #: f32/f64 kernel writing into its second argument, bound by the executor: `fn(x, out) -> out`
     into = None
+    #: work per element relative to an add (irrun.threads: when a large tensor is worth splitting)
+    cost = 1.0
+    #: whether `into(x, x)` works (a kernel that reads x after its first write to out does not)
+    in_place = True
+
+    #: axes `into` reads across (the rest is position by position): none but Softmax's
+    def whole_axes(self, rank: int) -> tuple[int, ...]:
+        return ()
 
     def into_for(self, dtype: np.dtype):
         """`into` for data of `dtype`: an op whose kernel has constants overrides this to make
@@ -144,7 +154,14 @@ class Activation(UnaryElementwise):
         into = self.into_for(etype.carrier)
         if into is None:
             return None
-        if 0 in step.consumable:
+        in_place = 0 in step.consumable and self.in_place
+        data = step.inputs[0]
+        if data.is_static and data.rank and threads.worth_parts(prod(data.shape), self.cost):
+            cost, whole = self.cost, self.whole_axes(data.rank)
+            if in_place:
+                return lambda x: threads.in_parts(into, x, x, cost=cost, whole_axes=whole)
+            return lambda x: threads.in_parts(into, np.empty_like(x), x, cost=cost, whole_axes=whole)
+        if in_place:
             return lambda x: into(x, x)
         return lambda x: into(x, np.empty_like(x))
 
@@ -178,6 +195,7 @@ def _sigmoid_into_for(dtype):
 
 @register("Sigmoid", 1)
 class Sigmoid(Activation):
+    cost = 3.0
     def into_for(self, dtype):
         return _sigmoid_into_for(dtype)
 
@@ -187,6 +205,7 @@ class Sigmoid(Activation):
 
 @register("Tanh", 1)
 class Tanh(Activation):
+    cost = 3.0
     into = staticmethod(lambda x, out: np.tanh(x, out=out))
 
     def run(self, x):
@@ -215,6 +234,15 @@ class Clamp(Activation):
         with np.errstate(over="ignore"):   # past f16's range a bound becomes inf, as static_cast does
             return np.asarray(lo, dtype), np.asarray(hi, dtype)
 
+    def into_for(self, dtype):
+        lo, hi = (np.asarray(b).item() for b in self.bounds(dtype))
+        at_least, at_most = scalar_extremum(np.maximum, lo, dtype), scalar_extremum(np.minimum, hi, dtype)
+
+        def clamp_into(x, out):
+            """NaN stays NaN (np.maximum and np.minimum propagate it), as in `run`."""
+            return at_most(at_least(x, out), out)
+        return clamp_into
+
     def run(self, x):
         lo, hi = self.bounds(x.dtype)
         # std::min(std::max(x, lo), hi) as OpenVINO's reference: NaN stays NaN, and an
@@ -242,6 +270,11 @@ def _softmax(axis: int | None):
 
 @register("Softmax", 1, 8)
 class Softmax(Activation):
+    cost = 3.0
+
+    def whole_axes(self, rank):
+        return (self.axis(rank),)
+
     def axis(self, rank: int) -> int:
         axis = self.attrs.axis
         if self.version == 1 and axis < 0:
@@ -360,6 +393,7 @@ def _gelu_tanh(x):
 @register("Gelu", 2, 7)
 class Gelu(Activation):
     float_only = True
+    cost = 6.0
 
     def __init__(self, spec, attrs):
         super().__init__(spec, attrs)
@@ -373,15 +407,41 @@ class Gelu(Activation):
 @register("Swish", 4)
 class Swish(Activation):
     float_only = True
+    in_place = False
 
     def infer(self, inputs):
         if len(inputs) > 1:
             self.check_parameter(inputs, 1, scalar=True)
         return super().infer(inputs)
 
+    cost = 3.0
+
     def run(self, x, beta=None):
         b = 1.0 if beta is None else float(beta.reshape(()))
         return float_math(lambda v: v / (1 + np.exp(-b * v)), x)
+
+    beta = 1.0
+
+    def bind(self, step):
+        """With beta absent or constant, one pass without temporaries (and in parts, when large)."""
+        if len(step.inputs) == 1:
+            return super().bind(step)
+        if step.inputs[1].value is None:
+            return None
+        self.beta = float(np.asarray(step.inputs[1].value).reshape(()))
+        kernel = super().bind(step)
+        return None if kernel is None else (lambda x, beta: kernel(x))
+
+    def into_for(self, dtype):
+        minus_beta, one = typed_constant(-self.beta, dtype), typed_constant(1, dtype)
+
+        def swish_into(x, out):
+            """x / (1 + exp(-beta x)), rounded as `run`."""
+            np.multiply(x, minus_beta, out=out)
+            np.exp(out, out=out)
+            np.add(out, one, out=out)
+            return np.divide(x, out, out=out)
+        return swish_into
 
 
 def _softplus(x):
@@ -400,6 +460,17 @@ class SoftPlus(Activation):
 @register("Mish", 4)
 class Mish(Activation):
     float_only = True
+    in_place = False
+    cost = 6.0
+
+    def into_for(self, dtype):
+        zero = typed_constant(0, dtype)
+
+        def mish_into(x, out):
+            np.logaddexp(zero, x, out=out)
+            np.tanh(out, out=out)
+            return np.multiply(out, x, out=out)
+        return mish_into
 
     def run(self, x):
         return float_math(lambda v: v * np.tanh(_softplus(v)), x)
@@ -419,14 +490,45 @@ def _relu6(v):
     return np.minimum(np.maximum(v + 3, 0), 6)
 
 
+def _relu6_into_for(dtype):
+    three, six = typed_constant(3, dtype), typed_constant(6, dtype)
+    at_least_0, at_most_6 = scalar_extremum(np.maximum, 0, dtype), scalar_extremum(np.minimum, 6, dtype)
+
+    def relu6_into(x, out):
+        """min(max(x + 3, 0), 6) / 6 as `_relu6` rounds it; returns the 6."""
+        np.add(x, three, out=out)
+        at_most_6(at_least_0(out, out), out)
+        return six
+    return relu6_into
+
+
 @register("HSwish", 4)
 class HSwish(Activation):
+    in_place = False
+    cost = 2.0
+
+    def into_for(self, dtype):
+        relu6_into = _relu6_into_for(dtype)
+
+        def hswish_into(x, out):
+            six = relu6_into(x, out)
+            np.multiply(out, x, out=out)
+            return np.divide(out, six, out=out)
+        return hswish_into
+
     def run(self, x):
         return float_math(lambda v: v * _relu6(v) / 6, x)
 
 
 @register("HSigmoid", 5)
 class HSigmoid(Activation):
+    def into_for(self, dtype):
+        relu6_into = _relu6_into_for(dtype)
+
+        def hsigmoid_into(x, out):
+            return np.divide(out, relu6_into(x, out), out=out)
+        return hsigmoid_into
+
     def run(self, x):
         return float_math(lambda v: _relu6(v) / 6, x)
 

@@ -16,9 +16,11 @@ overflow, as in C++.
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
-from .. import etypes
+from .. import etypes, threads
 from ..errors import ShapeError
 from ..etypes import ElementType
 from ..registry import Op, TensorType, register
@@ -167,9 +169,12 @@ class BinaryElementwise(Broadcasting):
             return None
         compute = self.compute
         if isinstance(compute, np.ufunc):
-            for i in sorted(step.consumable):
-                if step.same_layout(i):
-                    return _ufunc_into(compute, i)
+            into = next((i for i in sorted(step.consumable) if step.same_layout(i)), None)
+            out = step.outputs[0]
+            if out.is_static and out.etype.carrier is not None and threads.worth_parts(prod(out.shape)):
+                return _ufunc_in_parts(compute, into, out.shape, out.etype.carrier)
+            if into is not None:
+                return _ufunc_into(compute, into)
         if step.outputs[0].rank:   # rank >= 1: the result is an array, not a NumPy scalar
             return compute
         return None
@@ -180,6 +185,20 @@ def _ufunc_into(ufunc: np.ufunc, i: int):
     if i == 0:
         return lambda a, b: ufunc(a, b, out=a)
     return lambda a, b: ufunc(a, b, out=b)
+
+
+def _ufunc_in_parts(ufunc: np.ufunc, into: int | None, shape: tuple, dtype: np.dtype):
+    """ufunc(a, b) of a large output on every core, over input `into` when given (and nothing else
+    shares its memory: the parts would read what another part has already written)."""
+    def apply(a, b):
+        if into is None:
+            out = np.empty(shape, dtype)
+        else:
+            out, other = (a, b) if into == 0 else (b, a)
+            if np.may_share_memory(out, other):
+                return ufunc(a, b, out=out)
+        return threads.in_parts(ufunc, out, a, b)
+    return apply
 
 
 class BinaryArithmetic(BinaryElementwise):

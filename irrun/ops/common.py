@@ -1,12 +1,11 @@
 """Helpers shared by several op families."""
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import numpy as np
 
+from .. import threads
 from ..etypes import ElementType
 from ..errors import ShapeError
 from ..shapes import normalize_axis
@@ -72,45 +71,22 @@ def convert_array(x: np.ndarray, dst: ElementType) -> np.ndarray:
         bad = ~((t >= -limit) & (t < limit))
         t = np.where(bad, _INT64_MIN if wide else _INT32_MIN, t).astype(np.int64)
         return t.astype(carrier)
-    if x.dtype == np.float16 and carrier == np.float32 and x.size >= _PARALLEL_WIDENING:
-        return _widen_in_threads(x, carrier)
     with np.errstate(over="ignore", invalid="ignore"):
+        if x.dtype.kind == "f" and carrier.kind == "f" and x.size >= threads.MIN_PART_ELEMENTS:
+            return cast_in_parts(x, carrier)
         return x.astype(carrier)
 
 
-# NumPy converts f16 one element at a time (4-5 ns each, no SIMD), and f16-compressed weights are
-# all decompressed at load: 57 ms for ResNet-18.  The cast releases the GIL, so from 256 Ki elements
-# on, halves on two cores take 0.55 of the time.
-_PARALLEL_WIDENING = 1 << 18
-_pool = None
+# NumPy converts f16 one element at a time (4-5 ns each, no SIMD; f32 -> f16 about as slow): four
+# times the work of an add per element.  f16-compressed weights are all decompressed at load.
+_F16_CAST_COST = 4.0
 
 
-def _forget_pool() -> None:
-    """In a forked child: the parent's pool has no threads there, and would never run a part."""
-    global _pool
-    _pool = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _widen_in_threads(x: np.ndarray, carrier: np.dtype) -> np.ndarray:
-    global _pool
-    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 4)
-    if workers < 2:
-        return x.astype(carrier)
-    if _pool is None:
-        _pool = ThreadPoolExecutor(workers - 1, thread_name_prefix="irrun-widen")
-    out = np.empty(x.shape, carrier)
-    flat_x, flat_out = x.reshape(-1), out.reshape(-1)    # (a copy of x if it is not contiguous)
-    bounds = [flat_x.size * k // workers for k in range(workers + 1)]
-    parts = [(flat_out[a:b], flat_x[a:b]) for a, b in zip(bounds, bounds[1:])]
-    pending = [_pool.submit(np.copyto, *part) for part in parts[1:]]
-    np.copyto(*parts[0])
-    for done in pending:
-        done.result()
-    return out
+def cast_in_parts(x: np.ndarray, dtype) -> np.ndarray:
+    """x.astype(dtype) on every core when large (the cast releases the GIL)."""
+    out = np.empty(x.shape, dtype)
+    cost = _F16_CAST_COST if np.float16 in (x.dtype, out.dtype) else 1.0
+    return threads.in_parts(lambda src, dst: np.copyto(dst, src, casting="unsafe"), out, x, cost=cost)
 
 
 def axis_from(axis: int, rank: int, what: str = "axis") -> int:

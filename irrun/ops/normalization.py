@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import etypes
+from .. import etypes, threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import DimLike, dim_merge, dims_compatible, format_shape
@@ -86,6 +86,16 @@ def _mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: fl
     return centered
 
 
+def _mvn_in_parts(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: float,
+                  eps_inside_sqrt: bool) -> np.ndarray:
+    """`_mvn` of float data, in parts along an axis it does not reduce, on every core when large."""
+    axes = tuple(a % x.ndim for a in axes)
+
+    def part(v, out):
+        out[...] = _mvn(v, axes, normalize_variance, eps, eps_inside_sqrt)
+    return threads.in_parts(part, np.empty_like(x), x, cost=4.0, whole_axes=axes)
+
+
 def _axis_values(axes: np.ndarray) -> np.ndarray:
     """Axes inputs are read with a cast to int64: floats truncate."""
     return np.trunc(np.asarray(axes, dtype=np.float64)).astype(np.int64) if axes.dtype.kind == "f" else axes
@@ -111,7 +121,7 @@ class MVN2(Op):
 
     def run(self, x):
         axes = tuple(range(1 if self.across_channels() else 2, x.ndim))
-        return in_float(lambda v: _mvn(v, axes, self.attrs.normalize_variance, self.attrs.eps, True), x)
+        return in_float(lambda v: _mvn_in_parts(v, axes, self.attrs.normalize_variance, self.attrs.eps, True), x)
 
 
 @register("MVN", 6)
@@ -131,7 +141,8 @@ class MVN6(Op):
     def run(self, x, axes):
         reduced = normalized_axes(axes, x.ndim, "MVN axis")
         inside = self.attrs.eps_mode == "inside_sqrt"
-        return in_float(lambda v: _mvn(v, reduced, self.attrs.normalize_variance, self.attrs.eps, inside), x)
+        return in_float(lambda v: _mvn_in_parts(v, reduced, self.attrs.normalize_variance, self.attrs.eps, inside),
+                        x)
 
 
 # ---------------------------------------------------------------- BatchNormInference

@@ -29,6 +29,7 @@ from typing import Iterator
 
 import numpy as np
 
+from .. import threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, format_shape, is_static_dim, normalize_axis
@@ -104,6 +105,16 @@ def _along(values: np.ndarray, axis: int, ndim: int) -> np.ndarray:
     shape = [1] * ndim
     shape[axis] = values.size
     return values.reshape(shape)
+
+
+def by_channels(fn, x: np.ndarray, taps: int) -> np.ndarray:
+    """fn(x) for [N, C, ...] data whose channels pool independently: in parts along C on every
+    core when large (`taps` passes over the data)."""
+    parts = threads.parts_for(x.size * taps, most=x.shape[1]) if x.ndim > 1 else 1
+    if parts == 1:
+        return fn(x)
+    pieces = threads.run_parts(lambda a, b: fn(x[:, a:b]), threads.bounds(x.shape[1], parts))
+    return np.concatenate(pieces, axis=1)
 
 
 # ---------------------------------------------------------------- AvgPool and MaxPool
@@ -218,6 +229,9 @@ class AvgPool(_SlidingPool):
                                  f"the window")
 
     def run(self, x):
+        return by_channels(self.average, x, prod(self.kernel))
+
+    def average(self, x):
         spatial = x.shape[2:]
         pads_begin, pads_end, out = self.geometry(spatial)
         total = np.zeros(x.shape[:2] + tuple(out), _sum_dtype(x.dtype))
@@ -252,8 +266,14 @@ class MaxPool(_SlidingPool):
     def bind(self, step):
         """MaxPool-8/14 with nobody reading the indices: the values alone (unless `run` was replaced)."""
         if self.has_indices and not any(step.used[1:]) and not self.run_replaced():
-            return lambda x: (self.pool(x, with_indices=False), None)   # (the IR may even leave the port out)
+            # (the IR may even leave the port out)
+            return lambda x: (by_channels(self.values, x, prod(self.kernel)), None)
+        if not self.has_indices and not self.run_replaced():
+            return lambda x: by_channels(self.values, x, prod(self.kernel))
         return None
+
+    def values(self, x):
+        return self.pool(x, with_indices=False)
 
     def pool(self, x: np.ndarray, with_indices: bool):
         dtype = _compute_dtype(x.dtype)

@@ -1,0 +1,244 @@
+"""The process's one thread pool, and how kernels split their work over it.
+
+NumPy releases the GIL inside its loops (ufuncs, copies, casts, reductions), so
+a large elementwise op cut into one part per core runs on every core.  BLAS has
+threads of its own; the two must not fight:
+
+* a kernel that is one big GEMM leaves it to BLAS, which uses `threads()` cores;
+* a kernel that runs its parts on this pool (each part may call BLAS) runs them
+  inside `single_threaded_blas()`: OpenBLAS's threads would otherwise wait for
+  each other's cores, and its calls from several threads at once take a lock.
+
+How many threads: `IRRUN_THREADS` if set, else the CPUs this process may run on
+(its affinity mask, which `taskset`, cgroups and container limits narrow).
+`set_threads(n)` (what `irrun.load(..., threads=n)` and `irrun infer --threads N`
+call) changes it for the whole process, BLAS included.  A forked child starts a
+pool of its own on first use: the parent's threads do not exist there.
+
+Parts run in the pool; the calling thread runs the first part itself and waits
+for the rest.  A part of less than `MIN_PART_ELEMENTS` elements costs more in
+hand-offs (about 10-20 us per part) than it saves, so small tensors run whole.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .errors import UsageError
+
+# Measured on 2 cores (numpy 2.4, AVX-512; minimum of 200): handing a part to the pool costs 10-15 us.
+# A float32 add in two parts: 256 Ki elements 1.19x the time of one part, 1 Mi 0.73x, 4 Mi 0.60x;
+# exp 1.06x, 0.81x, 0.63x.  So a part is at least 256 Ki elements of add-like work.
+MIN_PART_ELEMENTS = 1 << 18
+
+_lock = threading.Lock()
+_threads: int | None = None        # the count in force (None: not decided yet)
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_blas_limiter = None               # threadpoolctl's controller, once looked up (False: none found)
+_in_part = threading.local()       # set while a thread runs a part (nested splits run whole)
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (the affinity mask), at least 1."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_threads() -> int:
+    """`IRRUN_THREADS` when set (a positive integer), else `available_cpus()`."""
+    text = os.environ.get("IRRUN_THREADS", "").strip()
+    if text:
+        try:
+            n = int(text)
+        except ValueError:
+            raise UsageError(f"IRRUN_THREADS={text!r} is not a number of threads (a positive integer)") from None
+        return check_count(n, "IRRUN_THREADS")
+    return available_cpus()
+
+
+def check_count(n, what: str = "threads") -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise UsageError(f"{what} must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def threads() -> int:
+    """The number of threads kernels use (decided on first use)."""
+    if _threads is None:
+        set_threads(None)
+    return _threads
+
+
+def set_threads(n: int | None) -> int:
+    """Use `n` threads from now on (None: `default_threads()`), for irrun's parts and for BLAS."""
+    global _threads
+    count = default_threads() if n is None else check_count(n)
+    with _lock:
+        changed = count != _threads
+        _threads = count
+    if changed:
+        _set_blas_threads(count)
+    return count
+
+
+def _blas_controller():
+    global _blas_limiter
+    if _blas_limiter is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _blas_limiter = ThreadpoolController()
+        except Exception:  # noqa: BLE001 - without threadpoolctl BLAS keeps its own count
+            _blas_limiter = False
+    return _blas_limiter or None
+
+
+def _set_blas_threads(n: int) -> None:
+    controller = _blas_controller()
+    if controller is not None:
+        controller.limit(limits=n, user_api="blas")
+
+
+def blas_threads() -> int | None:
+    """What BLAS uses now (None: unknown, threadpoolctl missing)."""
+    controller = _blas_controller()
+    if controller is None:
+        return None
+    counts = [lib.num_threads for lib in controller.lib_controllers if lib.user_api == "blas"]
+    return max(counts) if counts else None
+
+
+@contextmanager
+def single_threaded_blas():
+    """BLAS on one thread for the block (parts on the pool call it side by side)."""
+    controller = _blas_controller()
+    if controller is None or threads() == 1:
+        yield
+        return
+    with controller.limit(limits=1, user_api="blas"):
+        yield
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool has no threads here and would never run a part."""
+    global _pool, _pool_size, _lock
+    _pool, _pool_size, _lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _lock:
+        if _pool is None or _pool_size < workers:
+            old = _pool
+            _pool, _pool_size = ThreadPoolExecutor(workers, thread_name_prefix="irrun"), workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def parts_for(elements: int, most: int | None = None) -> int:
+    """How many parts `elements` of work are worth: one per thread, none under MIN_PART_ELEMENTS."""
+    if getattr(_in_part, "active", False):
+        return 1
+    n = min(threads(), elements // MIN_PART_ELEMENTS)
+    if most is not None:
+        n = min(n, most)
+    return max(n, 1)
+
+
+def bounds(total: int, parts: int) -> list[tuple[int, int]]:
+    """`parts` near-equal (start, stop) ranges covering range(total), none empty."""
+    parts = max(1, min(parts, total))
+    edges = [total * k // parts for k in range(parts + 1)]
+    return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+
+
+def _run_part(fn, *args):
+    _in_part.active = True
+    try:
+        return fn(*args)
+    finally:
+        _in_part.active = False
+
+
+def run_parts(fn: Callable[[int, int], object], ranges: Sequence[tuple[int, int]]) -> list:
+    """fn(start, stop) for every range, on the pool (the first in this thread); their results in order.
+    An exception in any part is raised here, after every part has finished."""
+    if len(ranges) <= 1:
+        return [fn(*r) for r in ranges]
+    pool = _get_pool(len(ranges) - 1)
+    pending = [pool.submit(_run_part, fn, a, b) for a, b in ranges[1:]]
+    try:
+        first = [_run_part(fn, *ranges[0])]
+    finally:
+        done = [p.exception() for p in pending]     # wait for all: they write into shared outputs
+    for p, exc in zip(pending, done):
+        if exc is not None:
+            raise exc
+    return first + [p.result() for p in pending]
+
+
+def split_axis(shape: Sequence[int], parts: int, whole_axes: Sequence[int] = ()) -> int | None:
+    """The leading axis to cut an array of `shape` along: the first with at least `parts` entries
+    (each part then covers whole sub-blocks), else the longest; never one of `whole_axes`; None when
+    no axis can be cut."""
+    sizes = [1 if axis in whole_axes else size for axis, size in enumerate(shape)]
+    for axis, size in enumerate(sizes):
+        if size >= parts:
+            return axis
+    if not sizes or max(sizes) < 2:
+        return None
+    return int(np.argmax(sizes))
+
+
+def _slicer(ndim_out: int, axis: int, a: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """a's part for output positions [start, stop) along `axis` (a broadcast against the output)."""
+    own = axis - (ndim_out - a.ndim)
+    if own < 0 or a.shape[own] == 1:
+        return a
+    index = [slice(None)] * a.ndim
+    index[own] = slice(start, stop)
+    return a[tuple(index)]
+
+
+def in_parts(fn: Callable, out: np.ndarray, *inputs: np.ndarray, cost: float = 1.0,
+             whole_axes: Sequence[int] = ()) -> np.ndarray:
+    """fn(*inputs, out), where the inputs broadcast to `out`'s shape and each output position depends
+    only on the inputs at that position, save along `whole_axes` (a softmax's axis, MVN's reduced
+    axes): in parts along another axis of `out` when it is large enough.  `cost`: work per element
+    relative to an add (a chain of transcendental functions pays sooner)."""
+    parts = parts_for(int(out.size * cost))
+    axis = split_axis(out.shape, parts, whole_axes) if parts > 1 else None
+    if axis is None:
+        fn(*inputs, out)
+        return out
+    ndim = out.ndim
+
+    def part(a, b):
+        fn(*(_slicer(ndim, axis, x, a, b) for x in inputs), _slicer(ndim, axis, out, a, b))
+
+    run_parts(part, bounds(out.shape[axis], parts))
+    return out
+
+
+def worth_parts(elements: int, cost: float = 1.0) -> bool:
+    """Whether a kernel of this size could ever run in parts (decided at load, to keep small
+    kernels free of the check)."""
+    return elements * cost >= 2 * MIN_PART_ELEMENTS
+
+
+def along_rows(fn: Callable[[int, int], object], rows: int, elements_per_row: int, cost: float = 1.0) -> list:
+    """fn(start, stop) over [0, rows) in parts when rows * elements_per_row is worth it."""
+    parts = parts_for(int(rows * elements_per_row * cost), most=rows)
+    return run_parts(fn, bounds(rows, parts))

@@ -1,0 +1,327 @@
+"""The fast kernel paths (Winograd, depthwise blocks, long 1-D kernels, kernels in parts over the
+thread pool) against OpenVINO, each checked to be taken, and multi-threaded results against
+single-threaded ones; the thread pool's settings (irrun/threads.py)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
+import pytest
+
+import irrun
+from irrun import threads
+from irrun.errors import UsageError
+from irrun.ops import convolution, winograd
+from ovutil import assert_close, compare, run_openvino, save
+
+
+def rand(*shape, seed=0, scale=1.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+def model_of(node, *params):
+    return ov.Model([ops.result(node)], list(params))
+
+
+def spy(monkeypatch, module, name):
+    calls = []
+    original = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls
+
+
+@pytest.fixture
+def two_threads():
+    before = threads.threads()
+    threads.set_threads(2)
+    yield
+    threads.set_threads(before)
+
+
+def conv3x3(ci, co, size, batch=1, pads=(1, 1), auto_pad="explicit", seed=0, grouped=False):
+    x = ops.parameter([batch, ci, *size], np.float32, name="x")
+    w = rand(co, ci, 3, 3, seed=seed + 1, scale=1 / np.sqrt(9 * ci))
+    if grouped:
+        node = ops.group_convolution(x, ops.constant(w[None]), [1, 1], [pads[0]] * 2, [pads[1]] * 2, [1, 1], auto_pad)
+    else:
+        node = ops.convolution(x, ops.constant(w), [1, 1], [pads[0]] * 2, [pads[1]] * 2, [1, 1], auto_pad)
+    return model_of(node, x), [rand(batch, ci, *size, seed=seed)]
+
+
+# ---------------------------------------------------------------- Winograd
+
+@pytest.mark.parametrize("ci, co, size, batch, pads, auto_pad, grouped", [
+    (128, 128, [14, 14], 1, (1, 1), "explicit", False),
+    (128, 160, [15, 17], 2, (1, 1), "explicit", False),     # tiles past the edge, two samples
+    (144, 128, [16, 20], 1, (0, 2), "explicit", False),     # asymmetric pads
+    (128, 128, [14, 18], 1, (0, 0), "same_upper", False),
+    (128, 128, [16, 16], 1, (0, 0), "valid", False),
+    (128, 128, [14, 14], 1, (1, 1), "explicit", True),      # GroupConvolution with one group
+], ids=["square", "ragged-batch2", "asymmetric", "same_upper", "valid", "one-group"])
+def test_winograd_f23_matches_openvino(ci, co, size, batch, pads, auto_pad, grouped, monkeypatch, tmp_path):
+    """F(2,3) is the default for 128+ channels: within the standard bound (rtol 1e-4, atol 1e-5)."""
+    calls = spy(monkeypatch, convolution, "winograd_conv")
+    model, feeds = conv3x3(ci, co, size, batch, pads, auto_pad, grouped=grouped)
+    compare(model, feeds, tmp_path)
+    assert calls, "Winograd was not used"
+
+
+def test_winograd_f43_within_documented_bound(monkeypatch, tmp_path):
+    """F(4,3) (IRRUN_WINOGRAD=4): within 1e-4 of the output's largest magnitude (documented in
+    irrun/ops/winograd.py and the README)."""
+    monkeypatch.setenv("IRRUN_WINOGRAD", "4")
+    calls = spy(monkeypatch, convolution, "winograd_conv")
+    model, feeds = conv3x3(64, 64, [28, 30], batch=2)
+    xml = save(model, tmp_path)
+    expected = run_openvino(xml, feeds)[0]
+    got = irrun.load(xml).infer(feeds)
+    (value,) = got.values()
+    assert calls
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(value, expected, rtol=0, atol=1e-4 * scale)
+
+
+@pytest.mark.parametrize("setting, ci, size, taken", [
+    ("2", 128, [14, 14], True), ("2", 64, [56, 56], False), ("2", 512, [7, 7], False),
+    ("off", 128, [14, 14], False), ("4", 32, [28, 28], True), ("4", 16, [28, 28], False),
+])
+def test_winograd_rule(setting, ci, size, taken, monkeypatch, tmp_path):
+    monkeypatch.setenv("IRRUN_WINOGRAD", setting)
+    calls = spy(monkeypatch, convolution, "winograd_conv")
+    model, feeds = conv3x3(ci, ci, size)
+    compare(model, feeds, tmp_path, **({} if setting != "4" else dict(atol=1e-4, rtol=1e-3)))
+    assert bool(calls) == taken
+
+
+def test_winograd_error_against_float64():
+    """The documented error: at unit output scale F(2,3) stays within 3x and F(4,3) within 40x of
+    the direct f32 kernel's own error against float64."""
+    x, w = rand(1, 128, 20, 20), rand(128, 128, 3, 3, seed=1, scale=1 / np.sqrt(9 * 128))
+    geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
+    exact = convolution.conv_forward(x.astype(np.float64), w[None].astype(np.float64), geo)
+    direct = np.abs(convolution.conv_forward(x, w[None], geo) - exact).max()
+    whole, counts = [(-1, 21), (-1, 21)], [20, 20]
+    for m, bound in ((2, 3), (4, 40)):
+        got = winograd.winograd_conv(x, winograd.WinogradFilter(w, m, np.float32), whole, counts)
+        assert np.abs(got - exact).max() <= bound * direct
+
+
+def test_winograd_in_tile_row_blocks(monkeypatch, tmp_path):
+    monkeypatch.setattr(winograd, "TILE_BUFFER_ELEMENTS", 1)
+    calls = spy(monkeypatch, convolution, "winograd_conv")
+    model, feeds = conv3x3(128, 128, [15, 16])
+    compare(model, feeds, tmp_path)
+    assert calls
+
+
+# ---------------------------------------------------------------- depthwise and long 1-D kernels
+
+@pytest.mark.parametrize("channels, multiplier, size, kernel, stride, dilation", [
+    (16, 1, [23, 19], [3, 3], [1, 1], [1, 1]),        # channel blocks (NCHW)
+    (160, 1, [15, 14], [5, 5], [2, 2], [1, 1]),       # channels-last
+    (160, 2, [9, 10], [3, 3], [1, 2], [2, 1]),        # channels-last with a multiplier
+    (24, 3, [11, 12], [3, 3], [2, 1], [1, 1]),
+    (130, 1, [31], [5], [3], [2]),                    # 1-D
+    (8, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2]),   # 3-D
+])
+@pytest.mark.parametrize("block", [7, convolution.DEPTHWISE_BLOCK_ELEMENTS])
+def test_depthwise(channels, multiplier, size, kernel, stride, dilation, block, monkeypatch, tmp_path):
+    monkeypatch.setattr(convolution, "DEPTHWISE_BLOCK_ELEMENTS", block)
+    calls = spy(monkeypatch, convolution, "_depthwise")
+    rank = len(size)
+    x = ops.parameter([2, channels, *size], np.float32, name="x")
+    w = rand(channels, multiplier, 1, *kernel, seed=1)
+    pads = [k // 2 for k in kernel]
+    node = ops.group_convolution(x, ops.constant(w), stride, pads, [1] * rank, dilation)
+    compare(model_of(node, x), [rand(2, channels, *size)], tmp_path)
+    assert calls
+
+
+@pytest.mark.parametrize("c_out, kernel, stride, length", [(64, 512, 4, 4000), (8, 33, 2, 301), (3, 40, 16, 400)])
+def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatch, tmp_path):
+    """An audio front end: one input channel, a long kernel, a stride; positions-major im2col."""
+    calls = spy(monkeypatch, convolution, "_im2col")
+    x = ops.parameter([2, 1, length], np.float32, name="x")
+    w = rand(c_out, 1, kernel, seed=1, scale=1 / np.sqrt(kernel))
+    node = ops.convolution(x, ops.constant(w), [stride], [kernel // 4], [0], [1])
+    compare(model_of(node, x), [rand(2, 1, length)], tmp_path)
+    assert calls
+
+
+def test_im2col_blocks_in_parts_equal_one_thread(two_threads, monkeypatch):
+    """im2col blocks on two threads (BLAS single-threaded inside) give the bits of one thread."""
+    monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
+    monkeypatch.setattr(convolution, "COLUMN_BLOCK_ELEMENTS", 3000)    # the same blocks either way
+    x, w = rand(1, 3, 41, 37), rand(1, 16, 3, 5, 5, seed=1)
+    geo = convolution.Geometry((2, 2), (1, 1), (2, 2), (2, 2), (0, 0), "explicit")
+    calls = spy(monkeypatch, threads, "run_parts")
+    parallel = convolution.conv_forward(x, w, geo)
+    assert calls
+    threads.set_threads(1)
+    np.testing.assert_array_equal(parallel, convolution.conv_forward(x, w, geo))
+
+
+# ---------------------------------------------------------------- elementwise kernels in parts
+
+ACTIVATIONS = {
+    "relu": ops.relu, "sigmoid": ops.sigmoid, "tanh": ops.tanh,
+    "clamp": lambda x: ops.clamp(x, -0.5, 1.5),
+    "gelu": lambda x: ops.gelu(x, "erf"), "gelu_tanh": lambda x: ops.gelu(x, "tanh"),
+    "swish": ops.swish, "swish_beta": lambda x: ops.swish(x, ops.constant(np.float32(0.7))),
+    "hswish": ops.hswish, "hsigmoid": ops.hsigmoid, "mish": ops.mish,
+    "softmax": lambda x: ops.softmax(x, 1), "softmax_last": lambda x: ops.softmax(x, -1),
+    "mvn": lambda x: ops.mvn(x, ops.constant(np.array([2, 3], np.int64)), True, 1e-6, "inside_sqrt"),
+    "add": lambda x: ops.add(x, ops.constant(rand(1, 64, 1, 1, seed=3))),
+    "multiply": lambda x: ops.multiply(x, x),
+    "avg_pool": lambda x: ops.avg_pool(x, [2, 2], [1, 1], [0, 0], [3, 3], False),
+    "max_pool": lambda x: ops.max_pool(x, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3]).output(0),
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_large_tensors_in_parts(name, two_threads, monkeypatch, tmp_path):
+    """Tensors large enough to run in parts, against OpenVINO; and the parts' result equals the
+    whole's bit for bit (every kernel here computes each output from its own inputs alone)."""
+    calls = spy(monkeypatch, threads, "run_parts")
+    x = ops.parameter([2, 64, 64, 64], np.float32, name="x")     # 512 Ki elements
+    data = rand(2, 64, 64, 64) * np.float32(3)
+    got = compare(model_of(ACTIVATIONS[name](x), x), [data], tmp_path, check_validate=False)
+    assert calls, "no part ran on the pool"
+    threads.set_threads(1)
+    alone = irrun.load(tmp_path / "model.xml").infer([data])
+    for key in got:
+        np.testing.assert_array_equal(got[key], alone[key])
+
+
+def test_f16_input_widened_in_parts(two_threads, monkeypatch, tmp_path):
+    calls = spy(monkeypatch, threads, "run_parts")
+    x = ops.parameter([2, 64, 64, 64], np.float16, name="x")
+    data = rand(2, 64, 64, 64).astype(np.float16)
+    compare(model_of(ops.convert(x, ov.Type.f32), x), [data], tmp_path)
+    assert calls
+
+
+def test_small_tensors_run_whole(two_threads, monkeypatch, tmp_path):
+    calls = spy(monkeypatch, threads, "run_parts")
+    x = ops.parameter([1, 16, 8, 8], np.float32, name="x")
+    compare(model_of(ops.sigmoid(ops.add(x, x)), x), [rand(1, 16, 8, 8)], tmp_path)
+    assert not [c for c in calls]
+
+
+def test_in_place_add_of_overlapping_views_runs_whole(two_threads, monkeypatch):
+    """An input written in place must not be read by another part: with a view of it as the other
+    input, the ufunc runs whole (NumPy then handles the overlap)."""
+    from irrun.ops.arithmetic import _ufunc_in_parts
+    monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    expected = a + a[::-1]
+    add = _ufunc_in_parts(np.add, 0, a.shape, a.dtype)
+    np.testing.assert_array_equal(add(a, a[::-1]), expected)
+
+
+# ---------------------------------------------------------------- the pool
+
+def test_thread_count_settings(monkeypatch):
+    before = threads.threads()
+    try:
+        monkeypatch.setenv("IRRUN_THREADS", "1")
+        assert threads.default_threads() == 1
+        monkeypatch.setenv("IRRUN_THREADS", "many")
+        with pytest.raises(UsageError, match="IRRUN_THREADS"):
+            threads.default_threads()
+        monkeypatch.delenv("IRRUN_THREADS")
+        assert threads.default_threads() == len(os.sched_getaffinity(0))
+        for bad in (0, -1, 1.5, True):
+            with pytest.raises(UsageError):
+                threads.set_threads(bad)
+        threads.set_threads(1)
+        assert threads.threads() == 1 and threads.blas_threads() in (1, None)
+        threads.set_threads(2)
+        assert threads.blas_threads() in (2, None)
+        with threads.single_threaded_blas():
+            assert threads.blas_threads() in (1, None)
+        assert threads.blas_threads() in (2, None)
+    finally:
+        threads.set_threads(before)
+
+
+def test_bounds_and_split_axis():
+    assert threads.bounds(10, 3) == [(0, 3), (3, 6), (6, 10)]
+    assert threads.bounds(2, 4) == [(0, 1), (1, 2)]
+    assert threads.split_axis((1, 64, 8), 2) == 1
+    assert threads.split_axis((1, 64, 8), 2, whole_axes=(1,)) == 2
+    assert threads.split_axis((1, 1), 2) is None
+
+
+def test_a_failing_part_raises_after_all_parts_end(two_threads):
+    done = []
+
+    def part(a, b):
+        if a:
+            raise ValueError("part failed")
+        done.append((a, b))
+
+    with pytest.raises(ValueError, match="part failed"):
+        threads.run_parts(part, [(0, 1), (1, 2)])
+    assert done == [(0, 1)]
+
+
+def test_load_threads_option_and_cli(tmp_path):
+    xml = irrun.__file__.replace("irrun/__init__.py", "models/digits/model.xml")
+    before = threads.threads()
+    try:
+        irrun.load(xml, threads=1)
+        assert threads.threads() == 1
+        with pytest.raises(UsageError):
+            irrun.load(xml, threads=0)
+    finally:
+        threads.set_threads(before)
+    done = subprocess.run([sys.executable, "-m", "irrun", "infer", xml, "--threads", "1", "-i",
+                           xml.replace("model.xml", "digit7.npy")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "class 7" in done.stdout, done.stderr
+
+
+def test_forked_child_runs_parts():
+    """A child forked after the pool ran starts a pool of its own (the parent's threads are not
+    there: without that, a part would wait forever)."""
+    code = """
+import os, numpy as np
+from irrun import threads
+threads.set_threads(2)
+threads.MIN_PART_ELEMENTS = 1
+out = np.empty(100)
+threads.in_parts(lambda a, o: np.add(a, 1, out=o), out, np.zeros(100))
+pid = os.fork()
+if pid == 0:
+    o = np.empty(100)
+    threads.in_parts(lambda a, o: np.add(a, 2, out=o), o, np.zeros(100))
+    os._exit(0 if o.sum() == 200 else 1)
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork here")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "0", done.stderr
+
+
+@pytest.mark.parametrize("name", ["hswish", "hsigmoid", "swish", "swish_beta", "mish", "gelu", "sigmoid", "clamp",
+                                  "softmax"])
+@pytest.mark.parametrize("shape", [[1, 8, 5, 5], [2, 64, 64, 64]], ids=["small", "in-parts"])
+def test_activation_over_its_dying_input(name, shape, two_threads, tmp_path):
+    """The activation may overwrite Add's output, which nobody reads after it (in place where the
+    kernel allows: HSwish, Swish and Mish read their input after writing)."""
+    x = ops.parameter(shape, np.float32, name="x")
+    compare(model_of(ACTIVATIONS[name](ops.add(x, x)), x), [rand(*shape)], tmp_path, check_validate=False)
+
+
+@pytest.mark.parametrize("cin, kernel, stride", [(3, 16, 16), (5, 17, 3)])
+def test_positions_major_2d(cin, kernel, stride, monkeypatch, tmp_path):
+    """A ViT's patch embedding: a 2-D kernel of 16+ taps per row makes positions-major columns."""
+    calls = spy(monkeypatch, convolution, "_im2col")
+    x = ops.parameter([2, cin, 64, 48], np.float32, name="x")
+    w = rand(24, cin, kernel, kernel, seed=1, scale=1 / kernel)
+    node = ops.convolution(x, ops.constant(w), [stride, stride], [1, 0], [0, 2], [1, 1])
+    compare(model_of(node, x), [rand(2, cin, 64, 48)], tmp_path)
+    assert calls
