@@ -8,7 +8,7 @@ The convention (FLOPs = 2 x MACs):
   BinaryConvolution as the convolution they compute (the offset sampling and the XNOR trick
   are not counted), MatMul (output elements x the contracted dim), Einsum (pairwise, left to
   right, as OpenVINO evaluates it: each step costs the product of every label it touches),
-  ScaledDotProductAttention (Q K^T and the weighting of V), and the RNN cells and sequences
+  GroupedMatMul (opset 17: output elements x K), ScaledDotProductAttention (Q K^T and the weighting of V), and the RNN cells and sequences
   (batch x steps x the elements of W and R; the gates' elementwise work is not counted).
   Biases are separate Add layers in an IR and count as those.
 * **Elementwise arithmetic** (Add, Subtract, Multiply, Divide, SquaredDifference, Power,
@@ -114,6 +114,8 @@ def macs(layer: Layer, input_shapes: Sequence, output_shapes: Sequence) -> int |
     Sub-graph ops need their bodies: see `layer_macs`.
     """
     op = layer.op_type
+    if op is None and layer.type == "GroupedMatMul":   # opset17, which irrun does not read yet
+        op = "GroupedMatMul"
     if op is None or op in _NOT_MODELLED or op in _SUBGRAPH:
         return None
     out = _get(output_shapes, 0)
@@ -133,6 +135,10 @@ def macs(layer: Layer, input_shapes: Sequence, output_shapes: Sequence) -> int |
             return None
         k = a[0] if len(a) == 1 else a[-2] if _flag(layer, "transpose_a") else a[-1]
         return _numel(out) * k
+    if op == "GroupedMatMul":
+        # [tokens, K] x [G, N, K] (each token row through its group's weights) or [G, M, K] x [G, N, K]
+        a = _get(input_shapes, 0)
+        return None if out is None or a is None or not a else _numel(out) * a[-1]
     if op == "Einsum":
         try:
             return _einsum_macs(layer.data.get("equation", ""), input_shapes)
