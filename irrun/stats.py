@@ -7,6 +7,7 @@ the schema `irrun info --format json` prints (README: "irrun info").
 """
 from __future__ import annotations
 
+import re
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
@@ -105,8 +106,10 @@ class ModelStats:
         return Counter(l.label for l in self.layers)
 
     @property
-    def opsets(self) -> Counter:
-        return Counter(l.opset for l in self.layers)
+    def opsets(self) -> dict[str, int]:
+        """Layers per opset as the XML names it, in the opsets' order (opset2 before opset10)."""
+        found = Counter(l.opset for l in self.layers)
+        return dict(sorted(found.items(), key=lambda kv: _opset_order(kv[0])))
 
     @property
     def parameter_count(self) -> int:
@@ -149,7 +152,7 @@ class ModelStats:
             "inputs": [port(p) for p in self.inputs],
             "outputs": [port(p) for p in self.outputs],
             "operations": dict(self.operations.most_common()),
-            "opsets": dict(sorted(self.opsets.items())),
+            "opsets": self.opsets,
             "parameters": {"total": self.parameter_count, "by_element_type": self.parameters,
                            "tensors_by_element_type": self.parameter_tensors},
             "weights_bytes": self.weights_bytes,
@@ -166,6 +169,11 @@ class ModelStats:
 
 
 # ---------------------------------------------------------------- building
+
+def _opset_order(name: str) -> tuple[str, int]:
+    m = re.fullmatch(r"(\D*)(\d+)", name)
+    return (m.group(1), int(m.group(2))) if m else (name, -1)
+
 
 def _layer_stats(analysis: Analysis, parent: str | None) -> Iterator[LayerStats]:
     nodes = analysis.nodes

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 import click
 
@@ -19,11 +18,6 @@ def _si(n: float) -> str:
         if abs(n) >= factor:
             return f"{n / factor:.3g}{unit}"
     return f"{n:g}"
-
-
-def _opset_key(name: str):
-    m = re.fullmatch(r"(\D*)(\d+)", name)
-    return (m.group(1), int(m.group(2))) if m else (name, -1)
 
 
 def _types(types) -> str:
@@ -51,8 +45,7 @@ def _print_text(st: ModelStats, show_layers: bool) -> None:
     echo("operations:")
     for label, count in sorted(st.operations.items(), key=lambda kv: (-kv[1], kv[0])):
         echo(f"  {count:6d}  {label}")
-    echo("opsets: " + ", ".join(f"{name} ({n})" for name, n in sorted(st.opsets.items(),
-                                                                        key=lambda kv: _opset_key(kv[0]))))
+    echo("opsets: " + ", ".join(f"{name} ({n})" for name, n in st.opsets.items()))
     by_type = ", ".join(f"{t} {n:,}" for t, n in st.parameters.items())
     echo(f"parameters: {st.parameter_count:,}" + (f" ({by_type})" if by_type else ""))
     if st.weights_bytes is not None:
