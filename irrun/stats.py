@@ -222,12 +222,14 @@ def _consumers_of(analysis: Analysis) -> dict[str, list[tuple[str, int]]]:
 
 def _is_weight(analysis: Analysis, lid: str, etype, consumers: dict) -> bool:
     """A Constant that holds weights: any floating type, or an integer type that is decompressed
-    (consumed by a Convert); integer Constants fed to shapes, axes and indices are not."""
+    (consumed by a Convert); integer Constants fed to shapes, axes and indices are not, nor the
+    initial values of variables (a KV cache's zeros)."""
+    users = [analysis.nodes[c].layer.op_type for c, _ in consumers.get(lid, ())]
+    if users and all(u == "ReadValue" for u in users):
+        return False
     if etype.is_float:
         return True
-    if not etype.is_integral:
-        return False
-    return any(analysis.nodes[c].layer.op_type == "Convert" for c, _ in consumers.get(lid, ()))
+    return etype.is_integral and "Convert" in users
 
 
 def _numel(shape) -> int:

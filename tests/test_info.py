@@ -65,7 +65,7 @@ def stateful_model() -> ov.Model:
     info.data_shape, info.data_type, info.variable_id = ov.PartialShape([-1, 4]), ov.Type.f32, "cache"
     var = Variable(info)
     x = param([1, 4], name="x")
-    grown = ops6.read_value(var)
+    grown = ops6.read_value(ops1.constant(np.zeros((1, 4), np.float32)), var)   # an initial value: not a weight
     grown = ops1.concat([grown, x], 0)
     return ov.Model([ops1.result(grown)], [ops6.assign(grown, var)], [x], "cache")
 
@@ -157,7 +157,7 @@ def test_variables(tmp_path):
     (var,) = info["variables"]
     assert var["id"] == "cache" and var["shape"] == ["?", 4] and var["element_type"] == "f32"
     assert len(var["read_value"]) == 1 and len(var["assign"]) == 1
-    assert info["dynamic"]["tensors"] > 0
+    assert info["dynamic"]["tensors"] > 0 and info["parameters"]["total"] == 0
     assert "cache: [?,4] f32" in run("info", xml).output
 
 
