@@ -100,20 +100,28 @@ class IRGraph:
 
     @cached_property
     def graph(self) -> nx.MultiDiGraph:
-        """node = layer id; edge attrs: out_port, in_port (indices), line.
+        """node = layer id, labelled by `layer_labels`; edge attrs: out_port, in_port (indices), line.
 
         Built on first use: validation and execution walk `sources` and never need it (nor the
         quarter second that importing networkx takes).
         """
         import networkx as nx
         g = nx.MultiDiGraph()
-        g.add_nodes_from(self.layers)
+        g.add_nodes_from((lid, layer_labels(layer)) for lid, layer in self.layers.items())
         g.add_edges_from((e.from_layer, e.to_layer, {"out_port": e.out_index, "in_port": e.in_index, "line": e.line})
                          for e in self.edges if e.in_index is not None)
         return g
 
     def layers_of_type(self, op_type: str) -> list[Layer]:
         return [l for l in self.layers.values() if l.op_type == op_type]
+
+
+def layer_labels(layer: Layer) -> dict:
+    """What a graph node of a layer carries: name, type, version (a number once resolved, else as
+    written), opset (as written), line and attributes (the `<data>` texts)."""
+    return {"name": layer.name, "type": layer.op_type or layer.type,
+            "version": layer.op_version if layer.op_version is not None else layer.version,
+            "opset": layer.version, "line": layer.line, "attributes": dict(layer.data)}
 
 
 @dataclass

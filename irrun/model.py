@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -14,9 +15,11 @@ from .analysis import Analysis, LoadContext, analyze
 from .diagnostics import Diagnostic, Diagnostics
 from .errors import (InputError, IrrunError, LayerRef, ModelError, UnreadableFileError, UnsupportedError,
                      UsageError)
+from . import etypes
 from .etypes import ElementType
 from .executor import Plan
 from .ir import IRDocument, Layer, parse_document
+from .registry import TensorType
 from .shapes import Dim, Shape, format_shape
 from .threads import set_threads, threads as current_threads
 from .weights import Weights
@@ -86,9 +89,34 @@ def _unsupported_layers(analysis: Analysis) -> list[Layer]:
     return found
 
 
-def _tensor_type(analysis: Analysis, layer: Layer):
+def _tensor_type(analysis: Analysis, layer: Layer) -> TensorType:
     node = analysis.nodes[layer.id]
-    return node.types[0] if node.types else None
+    t = node.types[0] if node.types else None
+    return t if t is not None else TensorType(None, etypes.dynamic)   # (a graph with a cycle is not inferred)
+
+
+def input_port(analysis: Analysis, layer: Layer) -> PortInfo:
+    """A Parameter as OpenVINO reports the model input it is."""
+    t = _tensor_type(analysis, layer)
+    names = layer.outputs[0].names if layer.outputs else ()
+    if analysis.document.version == 10:
+        names = tuple(dict.fromkeys((*names, layer.name)))
+    return PortInfo(names[0] if names else layer.name, names, t.shape, t.etype, layer.ref)
+
+
+def output_port(analysis: Analysis, layer: Layer) -> PortInfo:
+    """A Result as OpenVINO reports the model output it is."""
+    t = _tensor_type(analysis, layer)
+    node = analysis.nodes[layer.id]
+    source = node.inputs[0] if node.inputs else None
+    producer = analysis.document.graph.layers[source[0]] if source is not None else None
+    port_names = producer.outputs[source[1]].names if producer and source[1] < len(producer.outputs) else ()
+    if analysis.document.version == 10 and producer is not None:
+        legacy = producer.name if len(producer.outputs) == 1 else f"{producer.name}.{source[1]}"
+        port_names = tuple(dict.fromkeys((*port_names, legacy)))
+    names = layer.output_names if layer.output_names else port_names
+    name = names[0] if names else layer.name
+    return PortInfo(name, tuple(names) or (layer.name,), t.shape, t.etype, layer.ref)
 
 
 class Model:
@@ -137,32 +165,20 @@ class Model:
             self._plan = Plan(analysis, [l.id for l in results], [l.id for l in params], max_memory,
                               release=weights.release if weights is not None else None)
 
-    @property
+    @cached_property
     def graph(self):
-        """The layers as a networkx MultiDiGraph (node = layer id; edge attrs out_port, in_port, line),
-        built on first use."""
-        return self.document.graph.graph
+        """The layers as a networkx MultiDiGraph, built on first use: node = layer id with its labels
+        (name, type, version, opset, line, attributes); edge attrs out_port, in_port, line, and the
+        inferred shape and element_type of the tensor (see irrun/graph_export.py)."""
+        from .graph_export import annotated_graph
+        return annotated_graph(self.analysis, bodies=False)
 
     # ------------------------------------------------------------ naming
     def _input_info(self, layer: Layer) -> PortInfo:
-        t = _tensor_type(self.analysis, layer)
-        names = layer.outputs[0].names if layer.outputs else ()
-        if self.ir_version == 10:
-            names = tuple(dict.fromkeys((*names, layer.name)))
-        return PortInfo(names[0] if names else layer.name, names, t.shape, t.etype, layer.ref)
+        return input_port(self.analysis, layer)
 
     def _output_info(self, layer: Layer) -> PortInfo:
-        t = _tensor_type(self.analysis, layer)
-        node = self.analysis.nodes[layer.id]
-        src_id, src_port = node.inputs[0]
-        producer = self.layers[src_id]
-        port_names = producer.outputs[src_port].names if src_port < len(producer.outputs) else ()
-        if self.ir_version == 10:
-            legacy = producer.name if len(producer.outputs) == 1 else f"{producer.name}.{src_port}"
-            port_names = tuple(dict.fromkeys((*port_names, legacy)))
-        names = layer.output_names if layer.output_names else port_names
-        name = names[0] if names else layer.name
-        return PortInfo(name, tuple(names) or (layer.name,), t.shape, t.etype, layer.ref)
+        return output_port(self.analysis, layer)
 
     def __repr__(self):
         return f"<irrun.Model {self.name!r}: inputs {self.inputs}, outputs {self.outputs}>"

@@ -122,15 +122,16 @@ def test_bad_const_slices(tmp_path, offset, size, shape, code):
     path = write(tmp_path, _const_model(offset, size, shape), f32_bytes([1, 2, 3, 4]))
     report = irrun.validate(path)
     assert code in report.codes(), [d.format() for d in report]
+    # `info` describes any readable IR: the defects are summed up, not a reason to fail.
     rc, out, _ = cli("info", path)
-    assert rc == 1 and "Traceback" not in out
+    assert rc == 0 and "problems: " in out and "Traceback" not in out
 
 
 def test_missing_bin(tmp_path):
     path = write(tmp_path, _const_model(0, 16))
     assert "E-BIN-MISSING" in irrun.validate(path).codes()
     rc, out, _ = cli("info", path)
-    assert rc == 1 and "model.bin" in out
+    assert rc == 0 and "E-BIN-MISSING" in out and "model.bin" in out
 
 
 # ---------------------------------------------------------------- graph

@@ -1,25 +1,18 @@
 """`irrun infer`: run a model on array files."""
 from __future__ import annotations
 
-import click
-import numpy as np
+import contextlib
+import json
+import sys
 
+import click
+
+from ..arrays import save_npz
 from ..errors import UsageError
 from ..model import load
 from ..shapes import format_shape
+from ..summary import format_summary, tensor_summary
 from .base import cli, collect_inputs, parse_size, threads_option
-
-
-def _summary(name: str, value: np.ndarray) -> list[str]:
-    lines = [f"{name}: shape {list(value.shape)} {value.dtype}"]
-    if value.size and value.dtype.kind in "biuf":
-        v = value.astype(np.float64)
-        lines[0] += f"  min {np.nanmin(v):.6g}  mean {np.nanmean(v):.6g}  max {np.nanmax(v):.6g}"
-    scores = value.reshape(-1) if value.ndim <= 2 and value.size == max(value.shape or (0,)) else None
-    if scores is not None and value.dtype.kind == "f" and 2 < scores.size <= 100000:
-        top = np.argsort(-scores, kind="stable")[:5]
-        lines.append("  top-5: " + ", ".join(f"class {i} ({scores[i]:.4g})" for i in top))
-    return lines
 
 
 def _print_profile(timings: list) -> None:
@@ -46,7 +39,9 @@ def _print_profile(timings: list) -> None:
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
 @click.option("--profile", is_flag=True, help="Print time per layer type and the slowest layers.")
 @threads_option
-def infer(model, inputs, output, max_memory, profile, threads):
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="How to print the outputs' summary; json: {\"outputs\": [...]} on stdout, for scripts.")
+def infer(model, inputs, output, max_memory, profile, threads, fmt):
     """Run MODEL on the given inputs."""
     limit = parse_size(max_memory) if max_memory else None
     m = load(model, max_memory=limit, threads=threads)
@@ -56,11 +51,19 @@ def infer(model, inputs, output, max_memory, profile, threads):
     timings: list | None = [] if profile else None
     outputs = m.infer(collect_inputs(inputs), profile=timings)
     if timings is not None:
-        _print_profile(timings)
+        with contextlib.redirect_stdout(sys.stderr if fmt == "json" else sys.stdout):   # stdout: the JSON only
+            _print_profile(timings)
     if output:
-        np.savez(output, **outputs)
+        save_npz(output, outputs)
+    if fmt == "json":
+        report = {"model": str(m.path), "outputs": [{"name": name, **tensor_summary(value)}
+                                                    for name, value in outputs.items()]}
+        if output:
+            report["written_to"] = output
+        click.echo(json.dumps(report, indent=2))
+    elif output:
         click.echo(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {output}")
-        return
-    for name, value in outputs.items():
-        for line in _summary(name, value):
-            click.echo(line)
+    else:
+        for name, value in outputs.items():
+            for line in format_summary(name, tensor_summary(value)):
+                click.echo(line)
