@@ -20,8 +20,10 @@ Run it with an exporter environment kept outside the repo, never committed:
 
 Versions of the committed files: torch 2.13.0+cpu, transformers 5.0.0, optimum 2.3.0, optimum-intel
 2.2.0, nncf 3.4.0, openvino 2026.4.1, numpy 2.4.6.  transformers 5.0.0 because optimum-intel 2.2.0
-exports Gemma, Gemma2 and Gemma3 only with transformers <= 5.0.  Weights come from fixed seeds and
-each fixture is written by a process of its own, so the same versions give the same files.
+exports Gemma, Gemma2 and Gemma3 only with transformers <= 5.0.  Weights come from fixed seeds, so
+the same versions give the same weights and graphs; the decoder-only and compressed files come out
+byte for byte the same, but the order in which T5's decoder layers are written and the numbers in
+the CNN's auto-generated names ("Constant_69098") change from run to run.
 """
 from __future__ import annotations
 
@@ -325,8 +327,8 @@ def main(names: list[str]) -> None:
         OUT.mkdir(exist_ok=True)
         jobs[names[0]]()
         return
-    # One process per fixture: OpenVINO numbers auto-named nodes per process, so this keeps each
-    # fixture's files the same whichever others are rebuilt with it.  The compression base comes first.
+    # One process per fixture: OpenVINO numbers auto-named nodes per process, so this keeps most
+    # fixtures' files the same whichever others are rebuilt with them.  The compression base comes first.
     for name in names or jobs:
         subprocess.run([sys.executable, __file__, name], check=True)
 
