@@ -1,17 +1,28 @@
 """Greedy decoding with optimum-intel's stateful IRs, one token per call, the KV cache kept in the
-model's ReadValue/Assign state.  NumPy only: tests/test_llm.py runs it with irrun and OpenVINO, and
-tests/models/export_llm.py with OpenVINO when it writes the fixtures.
+model's ReadValue/Assign state.  tests/test_llm.py runs it with irrun and OpenVINO, and
+tests/models/export_llm.py with OpenVINO when it writes the fixtures (so: no irrun, no pytest here).
 
 A `step` is any callable from a dict of input arrays to the logits `[batch, tokens, vocab]`; the
 caller resets the state before the first step.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
 
 Step = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+
+def openvino_step(xml: Path, config: dict) -> Step:
+    """A fresh InferRequest of `xml` compiled for OpenVINO's CPU with `config`, state reset."""
+    import openvino as ov
+
+    compiled = ov.Core().compile_model(str(xml), "CPU", config)
+    request = compiled.create_infer_request()
+    request.reset_state()
+    return lambda feeds: request.infer(feeds)[compiled.outputs[0]].copy()
 
 
 def decoder_feeds(names, ids: np.ndarray, past: int) -> dict[str, np.ndarray]:

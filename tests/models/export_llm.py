@@ -47,14 +47,14 @@ import openvino as ov
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from greedy_decoding import Step, decode, decode_seq2seq, decoder_feeds  # noqa: E402  (tests/greedy_decoding.py)
+from greedy_decoding import decode, decode_seq2seq, decoder_feeds, openvino_step  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "exported"
 PROMPT_LENGTH = 8
 NEW_TOKENS = 20
 VOCAB = 256
-# OpenVINO's CPU plugin at f32 still keeps the KV cache in f16 and quantizes activations to int8 for
-# compressed weights (DYNAMIC_QUANTIZATION_GROUP_SIZE 32) unless told not to; see tests/test_llm.py.
+# tests/ovutil.py's CPU_F32_EXACT (ovutil needs irrun): at f32 OpenVINO's CPU plugin still keeps the KV
+# cache in f16 and quantizes activations to int8 before MatMuls with compressed weights unless told not to.
 CPU_EXACT = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 
 _core = ov.Core()
@@ -128,17 +128,9 @@ def prompt() -> np.ndarray:
 
 
 # ---------------------------------------------------------------- greedy decoding (the export checks)
-def openvino_step(xml: Path) -> Step:
-    """One InferRequest of `xml` on OpenVINO's CPU in its exact f32 mode, state reset, as a `step`."""
-    compiled = _core.compile_model(str(xml), "CPU", CPU_EXACT)
-    request = compiled.create_infer_request()
-    request.reset_state()
-    return lambda feeds: request.infer(feeds)[compiled.outputs[0]].copy()
-
-
 def openvino_greedy(xml: Path) -> tuple[list[int], np.ndarray]:
     names = {n for i in _core.read_model(str(xml)).inputs for n in i.get_names()}
-    return decode(openvino_step(xml), decoder_feeds(names, prompt(), 0), NEW_TOKENS)
+    return decode(openvino_step(xml, CPU_EXACT), decoder_feeds(names, prompt(), 0), NEW_TOKENS)
 
 
 def torch_agreement(forward, ids: list[int], first: np.ndarray) -> str:
@@ -222,7 +214,8 @@ def build_t5() -> None:
                    beam_idx=np.zeros(1, np.int32))
     np.savez(OUT / f"{stem}.npz", **example)
     encoder = _core.compile_model(str(written[0]), "CPU", CPU_EXACT)
-    ids, first = decode_seq2seq(lambda feeds: encoder(feeds)[0], openvino_step(written[1]), example, NEW_TOKENS)
+    ids, first = decode_seq2seq(lambda feeds: encoder(feeds)[0], openvino_step(written[1], CPU_EXACT), example,
+                                NEW_TOKENS)
     decoder_ids = torch.from_numpy(np.concatenate([example["decoder_input_ids"][0], ids[:-1]]))[None]
     agreement = torch_agreement(lambda: model(input_ids=torch.from_numpy(prompt()), decoder_input_ids=decoder_ids,
                                                 attention_mask=torch.from_numpy(example["attention_mask"])).logits,
