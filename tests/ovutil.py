@@ -18,6 +18,9 @@ from irrun.spec import all_specs, parse_attrs
 
 _CORE = ov.Core()
 CPU_F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+# At f32 the CPU plugin still keeps a stateful LLM's KV cache in f16 and quantizes activations to int8
+# (groups of 32) before MatMuls with int8/int4/nf4/codebook weights; this turns both off (tests/test_llm.py).
+CPU_F32_EXACT = {**CPU_F32, "KV_CACHE_PRECISION": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 
 
 def save(model: ov.Model, path: Path, *, compress: bool = False) -> Path:
