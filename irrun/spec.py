@@ -320,6 +320,10 @@ class Attrs:
         vars(clone).update(vars(self))
         return clone
 
+    def replaced(self, changes: dict[str, Any]) -> "Attrs":
+        """New attributes: these with `changes` (attribute name -> value) applied."""
+        return Attrs({**self._values, **changes})
+
     def __repr__(self):
         return f"Attrs({self._values!r})"
 
