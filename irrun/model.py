@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +13,8 @@ import numpy as np
 from .allocator import keep_freed_memory
 from .analysis import Analysis, LoadContext, analyze
 from .diagnostics import Diagnostic, Diagnostics
-from .errors import (InputError, IrrunError, LayerRef, ModelError, UnreadableFileError, UnsupportedError,
-                     UsageError)
+from .errors import (DeclaredValuesWarning, InputError, IrrunError, LayerRef, ModelError, UnreadableFileError,
+                     UnsupportedError, UsageError)
 from . import etypes
 from .etypes import ElementType
 from .executor import Plan
@@ -93,16 +94,32 @@ def _tensor_type(analysis: Analysis, layer: Layer):
     return node.types[0] if node.types else None
 
 
+# Contradictions between declared and inferred port values: OpenVINO ignores the declared ones and runs.
+OVERRIDABLE = ("E-DECLARED-SHAPE", "E-DECLARED-TYPE")
+
+
+def _declared_values_overridden(overridden: list, file: str) -> None:
+    first = overridden[0]
+    where = f"{first.layer.describe()}: " if first.layer else ""
+    more = f" and {len(overridden) - 1} more" if len(overridden) > 1 else ""
+    warnings.warn(DeclaredValuesWarning(
+        f"{file}: declared port shapes or precisions contradict inference ({where}{first.message}{more}); "
+        f"running with the inferred ones, as OpenVINO does (`irrun validate {file}` lists them)"), stacklevel=4)
+
+
 class Model:
     """A loaded IR, ready to run.  Use `irrun.load(path)`."""
 
     def __init__(self, path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
-                 precision: str = "f32"):
+                 precision: str = "f32", strict: bool = False):
         check_precision(precision)
         # Process-wide, like OpenBLAS's own count: set before anything runs (constant folding too).
         set_threads(threads) if threads is not None else current_threads()
         document, analysis, weights = _document_and_analysis(path)
         errors = analysis.diagnostics.errors
+        overridden = [] if strict else [d for d in errors if d.code in OVERRIDABLE]
+        if overridden:
+            errors = [d for d in errors if d.code not in OVERRIDABLE]
         if document.snippet:
             raise UsageError("is a single-layer snippet: it can be validated but not run", file=str(path))
         unsupported = _unsupported_layers(analysis)
@@ -118,6 +135,8 @@ class Model:
                    f"run `irrun validate` to see all)" if len(errors) > 1 else ""
             raise ModelError(first.message + more, file=first.file, line=first.line, layer=first.layer,
                              code=first.code)
+        if overridden:
+            _declared_values_overridden(overridden, str(document.path))
         self.path = document.path
         self.document = document
         self.analysis = analysis
@@ -312,7 +331,7 @@ def _v10_output_type(etype: ElementType) -> ElementType:
 
 
 def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
-         precision: str = "f32") -> Model:
+         precision: str = "f32", strict: bool = False) -> Model:
     """Load `model.xml` (and the `model.bin` beside it).
 
     `threads`: how many threads kernels and BLAS use, for the whole process (default: the
@@ -320,8 +339,10 @@ def load(path: str | Path, *, max_memory: int | None = None, threads: int | None
     `precision`: "f32" (default) computes f16 and bf16 layers in f32, as OpenVINO's CPU plugin does at f32
     inference precision; "declared" computes every layer in its declared type (f16 results rounded after
     each layer, as f16 devices and OpenVINO's reference evaluation do).  See irrun/precision.py.
+    `strict`: refuse a model whose declared port shapes or precisions contradict inference (by default it
+    runs with the inferred ones, as OpenVINO does, after a `DeclaredValuesWarning`).
     """
-    return Model(path, max_memory=max_memory, threads=threads, precision=precision)
+    return Model(path, max_memory=max_memory, threads=threads, precision=precision, strict=strict)
 
 
 @dataclass
