@@ -104,7 +104,7 @@ class Execution:
 def prepare(analysis: Analysis, precision: str) -> Execution:
     """The execution of a validated analysis in `precision` ("f32" or "declared")."""
     check_precision(precision)
-    if precision == "declared" or not _has_narrow_floats(analysis):
+    if precision == "declared" or not _needs_retyping(analysis):
         return _execution(precision, analysis, None)
     try:
         return _f32_execution(analysis)
@@ -133,13 +133,23 @@ def _narrow(etype: ElementType | None) -> bool:
     return etype is not None and etype.name in _NARROW
 
 
-def _has_narrow_floats(analysis: Analysis) -> bool:
-    for node in analysis.nodes.values():
-        if any(t is not None and _narrow(t.etype) for t in node.types):
+def _needs_retyping(analysis: Analysis) -> bool:
+    """Whether any f16/bf16 value is computed with: a model whose only narrow floats are Consts that
+    Converts widen (`compress_to_fp16`'s weights) computes the same in both precisions."""
+    consumers = None
+    for lid, node in analysis.nodes.items():
+        if any(_narrow(t.etype) for t in node.types if t is not None):
+            if node.layer.op_type != "Constant":
+                return True
+            consumers = consumers_of(analysis) if consumers is None else consumers
+            for user, _ in consumers.get(lid, ()):
+                used = analysis.nodes[user]
+                if used.layer.op_type != "Convert" or any(_narrow(t.etype) for t in used.types if t is not None):
+                    return True
+        if node.op is not None and node.layer.op_type != "Constant" and \
+                any(isinstance(v, ElementType) and _narrow(v) for _, v in node.op.attrs.items()):
             return True
-        if node.op is not None and any(isinstance(v, ElementType) and _narrow(v) for _, v in node.op.attrs.items()):
-            return True
-        if any(_has_narrow_floats(body) for body in node.bodies.values()):
+        if any(_needs_retyping(body) for body in node.bodies.values()):
             return True
     return False
 

@@ -20,6 +20,7 @@ import openvino.opset8 as ops8
 import pytest
 
 import irrun
+import irrun.etypes
 from irrun.compression import find_weight_compression
 from ovutil import CPU_F32, assert_close, save
 
@@ -391,3 +392,24 @@ def test_precision_is_checked(tmp_path):
     xml = save(mo_fp16_classifier(), tmp_path)
     with pytest.raises(irrun.UsageError, match="precision must be one of f32, declared"):
         irrun.load(xml, precision="f16")
+
+
+def test_bf16_arithmetic_depends_on_the_cpu(tmp_path):
+    """bf16 layers: irrun computes them in f32 (the plugin's path on CPUs without bf16). On a CPU with
+    native bf16 the plugin keeps bf16 kernels, whose results differ at bf16 resolution: compared at a
+    bf16 tolerance (2**-6 relative), loose on purpose (specs/errata/precision.md)."""
+    x = ops.parameter([256], ov.Type.bf16)
+    y = ops.exp(ops.multiply(ops.sin(x), ops.convert(ops.constant(np.float32(1.1)), ov.Type.bf16)))
+    xml = save(ov.Model([y], [x]), tmp_path)
+    values = irrun.etypes.round_to_bf16((RNG.standard_normal(256) * 2).astype(np.float32))
+    tensor = ov.Tensor(ov.Type.bf16, ov.Shape([256]))
+    tensor.data[:] = (values.view(np.uint32) >> 16).astype(np.uint16).view(tensor.data.dtype)
+    request = CORE.compile_model(CORE.read_model(str(xml)), "CPU", EXACT_F32).create_infer_request()
+    request.set_input_tensor(tensor)
+    request.infer()
+    expected = (request.get_output_tensor().data.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    model = irrun.load(xml)
+    assert model.inputs[0].element_type.name == "bf16" and model.outputs[0].element_type.name == "bf16"
+    got = list(model.infer([values]).values())[0]
+    assert np.array_equal(got, irrun.etypes.round_to_bf16(got))    # rounded to bf16 once, at the output
+    np.testing.assert_allclose(got, expected, rtol=2 ** -6)
