@@ -1,6 +1,7 @@
 """Differential testing against OpenVINO: build with openvino.opsetN, save IR, run both."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +157,14 @@ def irrun_outputs(m: ov.Model, inputs, tmp_path: Path, *, check_validate: bool =
 
 
 # ---------------------------------------------------------------- editing a saved IR
+
+def as_ir_v10(xml: Path) -> Path:
+    """Make a saved IR one as the Model Optimizer wrote it before 2022: version 10, no tensor names
+    (OpenVINO reads it with v10's rules: f16 inputs become f32 ones, outputs are converted)."""
+    text = re.sub(r'<net name="([^"]*)" version="11">', r'<net name="\1" version="10">', Path(xml).read_text())
+    Path(xml).write_text(re.sub(r' names="[^"]*"', "", text))
+    return Path(xml)
+
 
 def openvino_refuses(xml: Path) -> bool:
     """OpenVINO's IR reader rejects the file."""

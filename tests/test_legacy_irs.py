@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import re
 import warnings
 from pathlib import Path
 
@@ -27,18 +26,10 @@ import irrun
 from irrun.cli import cli
 from irrun.errors import DeclaredValuesWarning
 from irrun.spec import all_specs
-from ovutil import assert_close, run_openvino, save
+from ovutil import as_ir_v10, assert_close, run_openvino, save
 
 RNG = np.random.default_rng(20)
 CORE = ov.Core()
-
-
-def as_ir_v10(xml: Path) -> Path:
-    """The IR as the Model Optimizer wrote it before 2022: version 10, no tensor names."""
-    text = re.sub(r'<net name="([^"]*)" version="11">', r'<net name="\1" version="10">', xml.read_text())
-    text = re.sub(r' names="[^"]*"', "", text)
-    xml.write_text(text)
-    return xml
 
 
 def edit_layer(xml: Path, type_name: str, edit) -> Path:

@@ -22,7 +22,7 @@ import pytest
 import irrun
 import irrun.etypes
 from irrun.compression import find_weight_compression
-from ovutil import CPU_F32, assert_close, save
+from ovutil import CPU_F32, as_ir_v10, assert_close, save
 
 CORE = ov.Core()
 EXACT_F32 = {**CPU_F32, "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
@@ -217,6 +217,32 @@ def test_f16_network_with_compressed_weights(consumer, tmp_path):
     check_modes(save(ov.Model([y], [x]), tmp_path), inputs)
 
 
+@pytest.mark.parametrize("storage, consumer", [("u8", "add"), ("u4", "group_convolution"), ("nf4", "add"),
+                                               ("f8e4m3", "gather")])
+def test_decompression_other_layers_read_is_folded(storage, consumer, tmp_path):
+    """In an f16 network, a decompression subgraph whose weight feeds none of MatMul, Convolution or (integer
+    storage) Gather is folded like any constant subgraph: in f32, a Convert from nf4 to f16 rounding the
+    codebook, and the result rounded to f16 where the layer reads it."""
+    if consumer == "group_convolution":
+        x = ops.parameter([1, 8, 5, 5], np.float16)
+        y = ops.group_convolution(x, nncf_weight(storage, shape=(8, 1, 1, 3, 3), out_type=ov.Type.f16),
+                                  [1, 1], [1, 1], [1, 1], [1, 1])
+        inputs = [RNG.standard_normal((1, 8, 5, 5)).astype(np.float16)]
+    elif consumer == "gather":
+        x = ops.parameter([6], np.int32)
+        y = ops.gather(nncf_weight(storage, shape=(40, 16), out_type=ov.Type.f16), x, ops.constant(np.int32(0)))
+        inputs = [RNG.integers(0, 40, 6).astype(np.int32)]
+    else:
+        x = ops.parameter([N, K], np.float16)
+        y = ops.add(x, nncf_weight(storage, out_type=ov.Type.f16))
+        inputs = [RNG.standard_normal((N, K)).astype(np.float16)]
+    xml = save(ov.Model([ops.convert(y, ov.Type.f32)], [x]), tmp_path)
+    check_modes(xml, inputs, declared_differs=False)
+    model = irrun.load(xml)
+    (w,) = find_weight_compression(model.analysis)
+    assert w.storage == storage and w.decompressed_type == "f16"
+
+
 # ---------------------------------------------------------------- f16 and bf16 arithmetic
 
 def test_convert_round_trip_in_the_graph_rounds_nothing(tmp_path):
@@ -333,18 +359,6 @@ def test_loop_body_in_f16(tmp_path):
 
 
 # ---------------------------------------------------------------- IR v10 FP16 networks (Model Optimizer)
-
-def as_ir_v10(xml: Path) -> Path:
-    """The IR as the Model Optimizer wrote it before 2022: version 10, no tensor names."""
-    import re
-    text = xml.read_text().replace('<net name="Model0" version="11">', '<net name="Model0" version="10">')
-    text = re.sub(r'<net name="([^"]*)" version="11">', r'<net name="\1" version="10">', text)
-    text = re.sub(r' names="[^"]*"', "", text)
-    out = xml.with_name("v10.xml")
-    out.write_text(text)
-    xml.with_suffix(".bin").replace(out.with_suffix(".bin"))
-    return out
-
 
 def mo_fp16_classifier() -> ov.Model:
     """A small FP16 classifier as MO wrote them: every Parameter, Const and layer f16."""
