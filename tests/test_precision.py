@@ -21,6 +21,8 @@ import pytest
 
 import irrun
 import irrun.etypes
+from click.testing import CliRunner
+from irrun.cli import cli
 from irrun.compression import find_weight_compression
 from ovutil import CPU_F32, as_ir_v10, assert_close, save
 
@@ -330,6 +332,38 @@ def test_bf16_weights(tmp_path):
     y = ops.matmul(x, ops.convert(w, ov.Type.f32), False, True)
     check_modes(save(ov.Model([y], [x]), tmp_path), [RNG.standard_normal((3, 32)).astype(np.float32)],
                 declared_differs=False)
+
+
+def test_shape_arithmetic_in_f16(tmp_path):
+    """ShapeOf -> Convert(f16) -> arithmetic -> Convert(i64) on a dynamic input: in f32 a length of 2049
+    survives (f16 has no 2049); declared f16 makes it 2048, another shape."""
+    x = ops.parameter([1, -1], np.float16)
+    length = ops.convert(ops.multiply(ops.convert(ops.shape_of(x), ov.Type.f16), ops.constant(np.float16(1))),
+                         ov.Type.i64)
+    ones = ops.broadcast(ops.constant(np.float16(1)), length)
+    y = ops.convert(ops.reduce_sum(ones, ops.constant(np.array([1], np.int64)), False), ov.Type.f32)
+    xml = save(ov.Model([y], [x]), tmp_path)
+    inputs = [np.zeros((1, 2049), np.float16)]
+    check_modes(xml, inputs)
+    assert list(irrun.load(xml).infer(inputs).values())[0].tolist() == [2049.0]
+
+
+def test_cli_precision_option(tmp_path):
+    """`irrun infer --precision declared` gives what load(precision="declared") gives; the default is f32."""
+    xml = save(mo_fp16_classifier(), tmp_path)
+    x = RNG.standard_normal((1, 3, 32, 32)).astype(np.float16)
+    np.save(tmp_path / "x.npy", x)
+    seen = []
+    for flags, precision in (([], "f32"), (["--precision", "declared"], "declared")):
+        out = tmp_path / f"{precision}.npz"
+        ran = CliRunner().invoke(cli, ["infer", str(xml), "-i", str(tmp_path / "x.npy"), "-o", str(out), *flags])
+        assert ran.exit_code == 0, ran.output
+        with np.load(out if out.exists() else Path(f"{out}.npz")) as saved:
+            (got,) = saved.values()
+        (want,) = irrun.load(xml, precision=precision).infer([x]).values()
+        np.testing.assert_array_equal(got, want)
+        seen.append(got)
+    assert not np.array_equal(*seen)
 
 
 def test_range_and_random_uniform_in_f16(tmp_path):
