@@ -19,6 +19,10 @@ from irrun.spec import all_specs, parse_attrs
 
 _CORE = ov.Core()
 CPU_F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+# Also without dynamic quantization: by default the CPU plugin quantizes the activations of a MatMul with
+# compressed (int8/int4/nf4/f8) weights to 8 bits per group of 32, even at f32 precision
+# (specs/errata/precision.md). Compare compressed models with this.
+CPU_F32_EXACT = {**CPU_F32, "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 
 
 def save(model: ov.Model, path: Path, *, compress: bool = False) -> Path:
