@@ -481,12 +481,14 @@ def _inferred_types(node: Node, in_types: list[TensorType], diags: Diagnostics,
 
 def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], diags: Diagnostics,
                 given: dict[str, list[TensorType]] | None = None,
-                report: bool = True) -> dict[str, list[TensorType]]:
+                report: bool = True, check_declared: bool = True) -> dict[str, list[TensorType]]:
     """Types of every layer's outputs, in `order`; returned by layer id.
 
     `given` fixes the types of some layers: a body's Parameters, as the op that
     owns the body feeds them.  With `report` False this is a what-if run for
     that op's shape function: nothing is reported and `node.types` stays as it is.
+    With `check_declared` False the types are not compared with the declared ones
+    (a graph retyped on purpose: see irrun/precision.py).
     """
     if not report:
         diags = Diagnostics(diags.file)
@@ -539,7 +541,7 @@ def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], 
             continue
         node.types = out_types
         node.declared_only = inferred is None
-        if inferred is not None:
+        if inferred is not None and check_declared:
             # (The usual case, everything as declared, is seen here without a call.)
             for port, t in zip(outputs, out_types):
                 if t is not None and (port.dims != t.shape or port.etype is not t.etype and port.etype is not None
@@ -552,7 +554,7 @@ def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], 
                         _compare_inputs(node, in_types, nodes, diags)
                         break
         if node.bodies:
-            _infer_bodies(node, diags)
+            _infer_bodies(node, diags, check_declared)
     return types
 
 
@@ -618,7 +620,7 @@ def _bind_bodies(document: IRDocument, nodes: dict[str, Node], context: LoadCont
                 node.op.bodies = node.bodies
 
 
-def _infer_bodies(node: Node, diags: Diagnostics) -> None:
+def _infer_bodies(node: Node, diags: Diagnostics, check_declared: bool = True) -> None:
     """Validate each body with the Parameter types its op fed it (declared ones if it could not say).
 
     An op with bodies records them in its `infer` as `self.body_inputs`:
@@ -627,7 +629,7 @@ def _infer_bodies(node: Node, diags: Diagnostics) -> None:
     fed = getattr(node.op, "body_inputs", None) or {}
     for tag, body in node.bodies.items():
         given = {pid: [t] for pid, t in fed.get(tag, {}).items()}
-        infer_types(body.document, body.nodes, body.order, diags, given)
+        infer_types(body.document, body.nodes, body.order, diags, given, check_declared=check_declared)
 
 
 def analyze(document: IRDocument, context: LoadContext) -> Analysis:

@@ -76,3 +76,12 @@ class ShapeError(ModelError):
 
 class ResourceLimitError(IrrunError):
     """A tensor would exceed the memory limit."""
+
+
+class IrrunWarning(UserWarning):
+    """Base of every warning irrun gives (the CLI prints each as one `warning: ...` line)."""
+
+
+class DeclaredValuesWarning(IrrunWarning):
+    """The model declares port shapes or precisions that contradict inference; it runs with the
+    inferred ones, as OpenVINO does (`irrun validate` lists them; `strict=True` refuses instead)."""

@@ -230,6 +230,22 @@ def from_precision(text: str) -> ElementType:
     return etype
 
 
+def round_to_bf16(x: np.ndarray) -> np.ndarray:
+    """f32 values rounded to bfloat16 (to nearest, ties to even), kept in f32."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    rounded = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(x), x, rounded.view(np.float32))
+
+
+def rounded_to(x: np.ndarray, etype: ElementType) -> np.ndarray:
+    """Float values rounded to the nearest value of f16 or bf16, in f32 (other types: unchanged)."""
+    if etype.name == "f16":
+        return np.asarray(x).astype(np.float16).astype(np.float32)
+    if etype.name == "bf16":
+        return round_to_bf16(np.asarray(x, np.float32))
+    return x
+
+
 def from_dtype(dtype) -> ElementType:
     dtype = np.dtype(dtype)
     if dtype.kind in "OUS":

@@ -93,9 +93,12 @@ class Step:
 
 class Plan:
     def __init__(self, analysis: Analysis, result_ids: list[str], parameter_ids: list[str],
-                 memory_limit: int | None = None, release: Callable[[np.ndarray], object] | None = None):
+                 memory_limit: int | None = None, release: Callable[[np.ndarray], object] | None = None,
+                 read_constant: Callable[[Node, int, np.ndarray], np.ndarray] | None = None):
         """`release(array)`: told of each constant folding no longer needs (a mapped f16 weight
-        once decompressed), so that its memory can go before the next one is decompressed."""
+        once decompressed), so that its memory can go before the next one is decompressed.
+        `read_constant(node, i, value)`: what `node` reads as its constant input i (irrun/precision.py
+        rounds folded f16 arithmetic where OpenVINO keeps the folded result in f16); by default `value`."""
         self.analysis = analysis
         self.memory_limit = memory_limit or default_memory_limit()
         nodes = analysis.nodes
@@ -138,11 +141,16 @@ class Plan:
                 continue
             ins = [slot(src) for src in node.inputs]
             if all(s in self.constants for s in ins) and ins and node.op.foldable:
-                values = self._run_step(node, node.op.run, [self.constants[s] for s in ins])
+                args = [self.constants[s] for s in ins]
+                if read_constant is not None:
+                    args = [read_constant(node, i, a) for i, a in enumerate(args)]
+                values = self._run_step(node, node.op.run, args)
                 for i, v in enumerate(values):
                     self.constants[slot((lid, i))] = v
                 folded(node)
                 continue
+            if read_constant is not None:
+                ins = [self._constant_as_read(node, i, s, read_constant) for i, s in enumerate(ins)]
             n_out = max(len(node.layer.outputs), 1)
             outs = [slot((lid, i)) for i in range(n_out)]
             sizes = []
@@ -170,6 +178,19 @@ class Plan:
         for s, v in self.constants.items():
             self._initial[s] = v
         self._program = [step.program() for step in steps]
+
+    def _constant_as_read(self, node: Node, i: int, s: int, read_constant) -> int:
+        """The slot of constant input i as `node` reads it: a slot of its own when that differs."""
+        value = self.constants.get(s)
+        if value is None:
+            return s
+        seen = read_constant(node, i, value)
+        if seen is value:
+            return s
+        own = len(self.slot_of)
+        self.slot_of[(node.id, -1 - i)] = own     # (never a real output port)
+        self.constants[own] = seen
+        return own
 
     # ------------------------------------------------------------ load-time analysis
     def _last_use(self) -> dict[int, int]:

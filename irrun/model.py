@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -13,12 +14,13 @@ import numpy as np
 from .allocator import keep_freed_memory
 from .analysis import Analysis, LoadContext, analyze
 from .diagnostics import Diagnostic, Diagnostics
-from .errors import (InputError, IrrunError, LayerRef, ModelError, UnreadableFileError, UnsupportedError,
-                     UsageError)
+from .errors import (DeclaredValuesWarning, InputError, IrrunError, LayerRef, ModelError, UnreadableFileError,
+                     UnsupportedError, UsageError)
 from . import etypes
 from .etypes import ElementType
 from .executor import Plan
 from .ir import IRDocument, Layer, parse_document
+from .precision import check_precision, prepare, reported_input_type
 from .registry import TensorType
 from .shapes import Dim, Shape, format_shape
 from .threads import set_threads, threads as current_threads
@@ -101,7 +103,8 @@ def input_port(analysis: Analysis, layer: Layer) -> PortInfo:
     names = layer.outputs[0].names if layer.outputs else ()
     if analysis.document.version == 10:
         names = tuple(dict.fromkeys((*names, layer.name)))
-    return PortInfo(names[0] if names else layer.name, names, t.shape, t.etype, layer.ref)
+    return PortInfo(names[0] if names else layer.name, names, t.shape,
+                    reported_input_type(t.etype, analysis.document.version), layer.ref)
 
 
 def output_port(analysis: Analysis, layer: Layer) -> PortInfo:
@@ -116,17 +119,36 @@ def output_port(analysis: Analysis, layer: Layer) -> PortInfo:
         port_names = tuple(dict.fromkeys((*port_names, legacy)))
     names = layer.output_names if layer.output_names else port_names
     name = names[0] if names else layer.name
-    return PortInfo(name, tuple(names) or (layer.name,), t.shape, t.etype, layer.ref)
+    etype = _v10_output_type(t.etype) if analysis.document.version == 10 else t.etype
+    return PortInfo(name, tuple(names) or (layer.name,), t.shape, etype, layer.ref)
+
+
+# Contradictions between declared and inferred port values: OpenVINO ignores the declared ones and runs.
+OVERRIDABLE = ("E-DECLARED-SHAPE", "E-DECLARED-TYPE")
+
+
+def _declared_values_overridden(overridden: list, file: str) -> None:
+    first = overridden[0]
+    where = f"{first.layer.describe()}: " if first.layer else ""
+    more = f" and {len(overridden) - 1} more" if len(overridden) > 1 else ""
+    warnings.warn(DeclaredValuesWarning(
+        f"{file}: declared port shapes or precisions contradict inference ({where}{first.message}{more}); "
+        f"running with the inferred ones, as OpenVINO does (`irrun validate {file}` lists them)"), stacklevel=4)
 
 
 class Model:
     """A loaded IR, ready to run.  Use `irrun.load(path)`."""
 
-    def __init__(self, path: str | Path, *, max_memory: int | None = None, threads: int | None = None):
+    def __init__(self, path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
+                 precision: str = "f32", strict: bool = False):
+        check_precision(precision)
         # Process-wide, like OpenBLAS's own count: set before anything runs (constant folding too).
         set_threads(threads) if threads is not None else current_threads()
         document, analysis, weights = _document_and_analysis(path)
         errors = analysis.diagnostics.errors
+        overridden = [] if strict else [d for d in errors if d.code in OVERRIDABLE]
+        if overridden:
+            errors = [d for d in errors if d.code not in OVERRIDABLE]
         if document.snippet:
             raise UsageError("is a single-layer snippet: it can be validated but not run", file=str(path))
         unsupported = _unsupported_layers(analysis)
@@ -142,6 +164,8 @@ class Model:
                    f"run `irrun validate` to see all)" if len(errors) > 1 else ""
             raise ModelError(first.message + more, file=first.file, line=first.line, layer=first.layer,
                              code=first.code)
+        if overridden:
+            _declared_values_overridden(overridden, str(document.path))
         self.path = document.path
         self.document = document
         self.analysis = analysis
@@ -162,8 +186,11 @@ class Model:
         keep_freed_memory()
         # A constant only folding reads (an f16 weight, once decompressed) leaves memory as it is dropped.
         with _no_cyclic_gc():
-            self._plan = Plan(analysis, [l.id for l in results], [l.id for l in params], max_memory,
-                              release=weights.release if weights is not None else None)
+            self._execution = prepare(analysis, precision)
+            self.precision = self._execution.precision
+            self._plan = Plan(self._execution.analysis, [l.id for l in results], [l.id for l in params], max_memory,
+                              release=weights.release if weights is not None else None,
+                              read_constant=self._execution.read_constant)
 
     @cached_property
     def graph(self):
@@ -210,7 +237,9 @@ class Model:
         missing = [self.inputs[i].name for i in range(len(self.inputs)) if i not in given]
         if missing:
             raise InputError(f"missing input{'s' if len(missing) > 1 else ''}: {', '.join(missing)}", file=file)
-        return {self._parameters[i].id: self._check_input(self.inputs[i], value) for i, value in given.items()}
+        feed = self._execution.feed
+        return {self._parameters[i].id: feed(self._parameters[i].id, self._check_input(self.inputs[i], value))
+                for i, value in given.items()}
 
     def _check_input(self, info: PortInfo, value: Any) -> np.ndarray:
         file = str(self.path)
@@ -228,9 +257,7 @@ class Model:
         elif array.dtype != want:
             # Like OpenVINO's Python API, convert where no value class changes
             # (f64 -> f32, int -> float); refuse float -> int and the like.
-            if etype.name == "f16" and self.ir_version == 10:
-                pass
-            elif not np.can_cast(array.dtype, want, casting="same_kind"):
+            if not np.can_cast(array.dtype, want, casting="same_kind"):
                 raise InputError(f"input {info.name!r} expects {etype} ({want}), got {array.dtype}; irrun does "
                                  f"not convert where values would change class (convert it explicitly)",
                                  file=file)
@@ -265,8 +292,7 @@ class Model:
             context.assigned.clear()
         out = {}
         for info, value in zip(self.outputs, values):
-            if self.ir_version == 10:
-                value = _v10_output(value, info.element_type)
+            value = self._execution.output(value, info.element_type)
             if value.base is not None or not value.flags.writeable or \
                     any(np.may_share_memory(value, f) for f in feeds.values()):
                 # A view may alias an input, a constant, the weights or a variable:
@@ -310,21 +336,28 @@ def _string_array(name: str, array: np.ndarray, file: str) -> np.ndarray:
     return out.reshape(array.shape)
 
 
-def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
-    """IR v10 outputs are converted by OpenVINO: integers to i32, the rest to f32."""
+def _v10_output_type(etype: ElementType) -> ElementType:
+    """IR v10 outputs are converted by OpenVINO: integers of 32 bits and more to i32, the rest to f32."""
     if etype.is_integral and etype.bits >= 32:
-        return value.astype(np.int32)
-    if etype.name != "f32" and etype.carrier is not None and value.dtype != np.float32:
-        return value.astype(np.float32)
-    return value
+        return etypes.i32
+    if etype.carrier is None or etype.kind in ("string", "dynamic"):
+        return etype
+    return etypes.f32
 
 
-def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None) -> Model:
+def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
+         precision: str = "f32", strict: bool = False) -> Model:
     """Load `model.xml` (and the `model.bin` beside it).
 
     `threads`: how many threads kernels and BLAS use, for the whole process (default: the
-    `IRRUN_THREADS` environment variable, else the CPUs this process may run on)."""
-    return Model(path, max_memory=max_memory, threads=threads)
+    `IRRUN_THREADS` environment variable, else the CPUs this process may run on).
+    `precision`: "f32" (default) computes f16 and bf16 layers in f32, as OpenVINO's CPU plugin does at f32
+    inference precision; "declared" computes every layer in its declared type (f16 results rounded after
+    each layer, as f16 devices and OpenVINO's reference evaluation do).  See irrun/precision.py.
+    `strict`: refuse a model whose declared port shapes or precisions contradict inference (by default it
+    runs with the inferred ones, as OpenVINO does, after a `DeclaredValuesWarning`).
+    """
+    return Model(path, max_memory=max_memory, threads=threads, precision=precision, strict=strict)
 
 
 @dataclass

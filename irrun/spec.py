@@ -14,6 +14,7 @@ schema.  It is the single source for attribute parsing, attribute diagnostics,
     kernel = { type = "ints", required = true, min = 1, length = "spatial" }
     [v14]
     extends = "v1"                  # inherit, then override attributes
+    legacy = ["output_padding"]     # attributes old tools wrote and OpenVINO ignores (not inherited)
 """
 from __future__ import annotations
 
@@ -73,6 +74,8 @@ class VersionSpec:
     outputs: tuple[PortSpec, ...]
     attributes: dict[str, AttrSpec]
     summary: str = ""
+    #: attributes the Model Optimizer or POT wrote that OpenVINO ignores: read without a W-ATTR-UNKNOWN
+    legacy: frozenset[str] = frozenset()
 
     @property
     def label(self) -> str:
@@ -136,6 +139,7 @@ def _load_spec_file(path: Path) -> dict[int, VersionSpec]:
         base = table.pop("extends", None)
         if base:
             merged = dict(resolve(base))
+            merged.pop("legacy", None)   # what one version's writers added is that version's own
             merged["attributes"] = {**merged.get("attributes", {}), **table.pop("attributes", {})}
             merged.update(table)
             table = merged
@@ -157,7 +161,8 @@ def _load_spec_file(path: Path) -> dict[int, VersionSpec]:
         versions[v] = VersionSpec(type=type_name, version=v, category=doc.get("category", "misc"),
                                   inputs=_ports(table.get("inputs", [])),
                                   outputs=_ports(table.get("outputs", ["output"])),
-                                  attributes=attrs, summary=doc.get("summary", ""))
+                                  attributes=attrs, summary=doc.get("summary", ""),
+                                  legacy=frozenset(table.get("legacy", ())))
     return versions
 
 
@@ -320,6 +325,10 @@ class Attrs:
         vars(clone).update(vars(self))
         return clone
 
+    def replaced(self, changes: dict[str, Any]) -> "Attrs":
+        """New attributes: these with `changes` (attribute name -> value) applied."""
+        return Attrs({**self._values, **changes})
+
     def __repr__(self):
         return f"Attrs({self._values!r})"
 
@@ -470,7 +479,7 @@ def parse_attrs(spec: VersionSpec, raw: dict[str, str],
             problems += found
     if not raw.keys() <= spec.attributes.keys():
         for name in raw:
-            if name not in spec.attributes:
+            if name not in spec.attributes and name not in spec.legacy:
                 problems.append(AttrProblem("W-ATTR-UNKNOWN", name,
                                             f'unknown attribute "{name}" for {spec.label} (ignored)', "warning"))
     attrs = Attrs.__new__(Attrs)

@@ -1,6 +1,7 @@
 """Differential testing against OpenVINO: build with openvino.opsetN, save IR, run both."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,9 @@ from irrun.spec import all_specs, parse_attrs
 
 _CORE = ov.Core()
 CPU_F32 = {"INFERENCE_PRECISION_HINT": "f32"}
-# At f32 the CPU plugin still keeps a stateful LLM's KV cache in f16 and quantizes activations to int8
-# (groups of 32) before MatMuls with int8/int4/nf4/codebook weights; this turns both off (tests/test_llm.py).
+# At f32 the CPU plugin still keeps a stateful LLM's KV cache in f16 and quantizes the activations of a
+# MatMul with compressed (int8/int4/nf4/f8/codebook) weights to 8 bits per group of 32
+# (specs/errata/precision.md); this turns both off. Compare compressed models and LLMs with it.
 CPU_F32_EXACT = {**CPU_F32, "KV_CACHE_PRECISION": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 
 
@@ -61,7 +63,8 @@ def compare(model: ov.Model, inputs: list[np.ndarray], tmp_path: Path, *, rtol=1
 
     `oracle="cpu"`: the CPU plugin with f32 inference precision (the default);
     `oracle="reference"`: OpenVINO's reference evaluation of the IR read back,
-    for the few places where the CPU plugin is known to be wrong (say why).
+    for the few places where the CPU plugin is known to be wrong (say why); it computes every layer in
+    its declared type, so irrun runs with precision="declared" then.
     Also asserts that `irrun validate` finds no error in what OpenVINO wrote.
     """
     xml = save(model, tmp_path, compress=compress)
@@ -73,7 +76,7 @@ def compare(model: ov.Model, inputs: list[np.ndarray], tmp_path: Path, *, rtol=1
         report = irrun.validate(xml)
         assert report.ok, "validate flagged an OpenVINO-written IR:\n" + \
             "\n".join(d.format() for d in report.errors)
-    m = irrun.load(xml)
+    m = irrun.load(xml, precision="f32" if oracle == "cpu" else "declared")
     got = m.infer(list(inputs))
     assert list(got) == [o.name for o in m.outputs]
     assert len(got) == len(expected)
@@ -158,6 +161,14 @@ def irrun_outputs(m: ov.Model, inputs, tmp_path: Path, *, check_validate: bool =
 
 
 # ---------------------------------------------------------------- editing a saved IR
+
+def as_ir_v10(xml: Path) -> Path:
+    """Make a saved IR one as the Model Optimizer wrote it before 2022: version 10, no tensor names
+    (OpenVINO reads it with v10's rules: f16 inputs become f32 ones, outputs are converted)."""
+    text = re.sub(r'<net name="([^"]*)" version="11">', r'<net name="\1" version="10">', Path(xml).read_text())
+    Path(xml).write_text(re.sub(r' names="[^"]*"', "", text))
+    return Path(xml)
+
 
 def openvino_refuses(xml: Path) -> bool:
     """OpenVINO's IR reader rejects the file."""

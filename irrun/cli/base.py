@@ -4,13 +4,14 @@ from __future__ import annotations
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 
 import click
 
 from .. import __version__
 from ..arrays import load_array_file
-from ..errors import IrrunError, UsageError
+from ..errors import IrrunError, IrrunWarning, UsageError
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
@@ -47,12 +48,26 @@ def collect_inputs(specs: tuple[str, ...]):
     return named if named else positional
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """An irrun warning is one `warning: ...` line on stderr; any other keeps Python's form."""
+    if issubclass(category, IrrunWarning):
+        click.echo(f"warning: {message}", err=True)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 class _Group(click.Group):
     """Turns irrun errors into one `error: ...` line and the right exit code."""
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", IrrunWarning)
+                warnings.showwarning = _show_warning
+                return super().invoke(ctx)
         except IrrunError as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise

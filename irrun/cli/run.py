@@ -10,6 +10,7 @@ import click
 from ..arrays import save_npz
 from ..errors import UsageError
 from ..model import load
+from ..precision import PRECISIONS
 from ..shapes import format_shape
 from ..summary import format_summary, tensor_summary
 from .base import cli, collect_inputs, parse_size, threads_option
@@ -41,10 +42,16 @@ def _print_profile(timings: list) -> None:
 @threads_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="How to print the outputs' summary; json: {\"outputs\": [...]} on stdout, for scripts.")
-def infer(model, inputs, output, max_memory, profile, threads, fmt):
+@click.option("--precision", type=click.Choice(PRECISIONS), default="f32", show_default=True,
+              help="f32: f16/bf16 layers computed in f32, as OpenVINO's CPU plugin does; declared: every layer in "
+                   "its declared type (f16 results rounded, as on f16 devices).")
+@click.option("--strict", is_flag=True,
+              help="Refuse a model whose declared port shapes or precisions contradict inference (by default it "
+                   "runs with the inferred ones, as OpenVINO does).")
+def infer(model, inputs, output, max_memory, profile, threads, fmt, precision, strict):
     """Run MODEL on the given inputs."""
     limit = parse_size(max_memory) if max_memory else None
-    m = load(model, max_memory=limit, threads=threads)
+    m = load(model, max_memory=limit, threads=threads, precision=precision, strict=strict)
     if not inputs:
         want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
         raise UsageError(f"no --input given; the model takes: {want}")

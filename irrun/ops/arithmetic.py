@@ -249,7 +249,8 @@ class Divide(BinaryArithmetic):
 # ---------------------------------------------------------------- Maximum, Minimum, Power, SquaredDifference, FloorMod, Mod
 
 def _f16_in_f32(fn, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """fn with f16 operands widened to f32 and the result rounded back, as the CPU plugin computes f16."""
+    """fn with f16 operands widened to f32 and the result rounded back: an f16 layer as declared (with the
+    default precision f16 layers get f32 operands instead: irrun/precision.py)."""
     if a.dtype == np.float16:
         return np.asarray(fn(a.astype(np.float32), b.astype(np.float32))).astype(np.float16)
     return fn(a, b)

@@ -36,6 +36,7 @@ import math
 import numpy as np
 
 from .. import etypes
+from ..etypes import round_to_bf16
 from ..errors import ModelError, ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, dims_compatible, format_shape
@@ -248,13 +249,6 @@ def seed_seq_state(seeds: tuple[int, ...]) -> np.ndarray:
     if not key[0] & 0x80000000 and not key[1:].any():   # mt19937's rule against an all-zero state
         key[0] = 0x80000000
     return key
-
-
-def round_to_bf16(x: np.ndarray) -> np.ndarray:
-    """f32 values rounded to bfloat16 (to nearest, ties to even), kept in f32."""
-    bits = np.asarray(x, np.float32).view(np.uint32)
-    rounded = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
-    return np.where(np.isnan(x), x, rounded.view(np.float32))
 
 
 def _wrap_add(low: np.ndarray, lo, etype) -> np.ndarray:

@@ -31,7 +31,7 @@ from ..registry import Op, TensorType, register
 from ..shapes import Shape, broadcast_shapes, dim_merge, dims_compatible, format_shape
 from .arithmetic import PDPD_AXIS, broadcast_binary
 from .common import convert_array
-from .generation import round_to_bf16
+from ..etypes import round_to_bf16
 
 _LIMITS = ("input_low", "input_high", "output_low", "output_high")
 
