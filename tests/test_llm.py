@@ -36,25 +36,7 @@ FAKE_QUANTIZED = "resnet.int8_fq"
 DECODERS = sorted(p.stem for p in EXPORTED.glob("*.npz")
                   if p.stem not in SEQ2SEQ and p.stem != FAKE_QUANTIZED)
 
-# Fixtures whose first-step logits irrun gets wrong today (1.4e-3..2.8e-3 off; the greedy ids all
-# agree): it rounds every f16 result of NNCF's weight-decompression chain (Convert -> Subtract zero
-# point -> Multiply scale, in f16) to f16, where OpenVINO computes in f32 (issue 12, section 1).
-# mxfp4 and mxfp8_e4m3 pass: their e8m0 scales multiply in f32.  These xfail strictly: the marker
-# goes when section 1 lands (the decompression carried out in f32 comes within 2.1e-6 of OpenVINO on
-# every one but nvfp4, whose folded f8e4m3 * f32 scale OpenVINO rounds to f16 once).
-F16_ROUNDING = {
-    "llama.int8_asym", "llama.int8_sym", "llama.int4_sym_g16", "llama.int4_asym_g32", "llama.int4_sym_cw",
-    "llama.int3_sym_g16", "llama.int2_sym_g16", "llama.nf4_g16", "llama.cb4_g16", "llama.codebook_g16",
-    "llama.adaptive_codebook_g16", "llama.fp8_e4m3_g16", "llama.fp4_g16", "llama.nvfp4",
-    "llama.int4_sym_g16_lora",
-}
 _core = ov.Core()
-
-
-def case(stem: str, failing: set[str] = frozenset()):
-    return pytest.param(stem, id=stem, marks=pytest.mark.xfail(
-        reason="irrun rounds f16 decompression arithmetic to f16 (issue 12, section 1)", strict=True)
-        if stem in failing else ())
 
 
 def example(stem: str) -> dict[str, np.ndarray]:
@@ -120,14 +102,14 @@ def report_distances(request):
                 print(f"  {stem:28} {result.summary()}")
 
 
-@pytest.mark.parametrize("stem", [case(s) for s in (*DECODERS, *SEQ2SEQ)])
+@pytest.mark.parametrize("stem", [*DECODERS, *SEQ2SEQ])
 def test_greedy_ids_match_openvino(stem):
     result = decoding(stem)
     assert result.ids == result.expected_ids, f"{stem}: {result.summary()}\n irrun    {result.ids}\n " \
                                               f"OpenVINO {result.expected_ids}"
 
 
-@pytest.mark.parametrize("stem", [case(s, F16_ROUNDING) for s in (*DECODERS, *SEQ2SEQ)])
+@pytest.mark.parametrize("stem", [*DECODERS, *SEQ2SEQ])
 def test_first_step_logits_match_openvino(stem):
     result = decoding(stem)
     assert result.first.shape == result.expected_first.shape and result.first.dtype == np.float32
