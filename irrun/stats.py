@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .analysis import Analysis
+from .compression import find_weight_compression
 from .flops import layer_macs
 from .model import _document_and_analysis, _unsupported_layers, input_port, output_port
 from .registry import TensorType
@@ -279,80 +280,35 @@ def _variables(analysis: Analysis) -> list[Variable]:
 
 
 # ---------------------------------------------------------------- weight compression
-#
-# A minimal detection of the decompression subgraphs OpenVINO's weight compression (NNCF,
-# `compress_to_fp16`) writes: a low-precision Constant, a Convert to a float type, then
-# optionally a Subtract (zero point), a Multiply (scale), a Reshape (groups) and a Convert,
-# all on constants, before the layer that uses the weight.  (To be unified with
-# irrun/compression.py once that exists.)
 
 _COMPRESSED_KINDS = {"f16": "fp16", "bf16": "bf16", "i8": "int8", "u8": "int8", "i4": "int4", "u4": "int4",
-                     "nf4": "nf4", "f8e4m3": "fp8", "f8e5m2": "fp8", "f4e2m1": "fp4", "u2": "int2",
-                     "u1": "int1"}
-_DECOMPRESSION_STEPS = ("Convert", "Subtract", "Multiply", "Reshape", "Transpose", "Unsqueeze")
+                     "nf4": "nf4", "f8e4m3": "fp8", "f8e5m2": "fp8", "f8e8m0": "fp8", "f4e2m1": "fp4"}
 
 
 def weight_compression(analysis: Analysis) -> list[dict]:
-    """One entry per kind of compressed weight found: kind ("int4" ...), element_type ("u4"),
-    weights (how many), elements (logical), asymmetric (with a zero point), group_sizes
-    ({size: weights}; "channel" for one scale per output channel), consumers ({type-version: n})."""
-    from .flops import _folded_layers
+    """One entry per kind of compressed weight found (irrun/compression.py finds them, bodies
+    included): kind ("int4" ...), element_type ("u4"), weights (how many), elements (logical),
+    asymmetric (with a zero point), group_sizes ({size: weights}; "channel" / "tensor" for one scale
+    per output channel / for the whole weight), consumers ({type-version: n})."""
     found: dict[tuple[str, str], dict] = {}
-    for graph, lid in _walk(analysis):
-        node = graph.nodes[lid]
-        layer = node.layer
-        if layer.op_type != "Constant" or lid not in graph.live or not node.types or node.types[0] is None:
-            continue
-        t = node.types[0]
-        kind = _COMPRESSED_KINDS.get(t.etype.name)
-        if kind is None or not is_static(t.shape):
-            continue
-        consumers = _consumers_of(graph)
-        chain = _decompression_chain(graph, lid, consumers, _folded_layers(graph))
-        if chain is None:
-            continue
-        steps, user = chain
-        entry = found.setdefault((kind, t.etype.name), {
-            "kind": kind, "element_type": t.etype.name, "weights": 0, "elements": 0, "asymmetric": 0,
-            "group_sizes": Counter(), "consumers": Counter()})
-        entry["weights"] += 1
-        entry["elements"] += _numel(t.shape)
-        entry["asymmetric"] += "Subtract" in steps
-        if "Multiply" in steps:
-            group = t.shape[-1] if "Reshape" in steps and len(t.shape) == 3 else "channel"
-            entry["group_sizes"][group] += 1
-        entry["consumers"][user] += 1
+    for graph in {id(g): g for g, _ in _walk(analysis)}.values():
+        for w in find_weight_compression(graph):
+            entry = found.setdefault((w.storage,), {
+                "kind": _COMPRESSED_KINDS.get(w.storage, w.storage), "element_type": w.storage, "weights": 0,
+                "elements": 0, "asymmetric": 0, "group_sizes": Counter(), "consumers": Counter()})
+            entry["weights"] += 1
+            entry["elements"] += _numel(w.shape)
+            entry["asymmetric"] += not w.symmetric
+            if w.granularity != "none":
+                entry["group_sizes"][w.group_size if w.granularity == "group" else w.granularity] += 1
+            for c in w.consumers:
+                entry["consumers"][f"{c.type}-{c.version}"] += 1
     out = []
     for entry in found.values():
         entry["group_sizes"] = {str(k): v for k, v in sorted(entry["group_sizes"].items(), key=str)}
         entry["consumers"] = dict(entry["consumers"].most_common())
         out.append(entry)
     return sorted(out, key=lambda e: -e["elements"])
-
-
-def _decompression_chain(graph: Analysis, lid: str, consumers: dict, folded: set[str]):
-    """(the steps from the Constant to its user, the user's type-version) when `lid` is the data
-    of a decompression subgraph; None when it is not (or is its zero point or scale)."""
-    uses = consumers.get(lid, ())
-    if len(uses) != 1 or graph.nodes[uses[0][0]].layer.op_type != "Convert":
-        return None
-    steps: list[str] = []
-    current, at = uses[0]
-    while True:
-        layer = graph.nodes[current].layer
-        if current not in folded or layer.op_type not in _DECOMPRESSION_STEPS:
-            if not steps:
-                return None
-            return steps, layer.label
-        if layer.op_type in ("Subtract", "Multiply") and at != 0:
-            return None     # a zero point or a scale
-        if layer.op_type == "Convert" and not steps and not graph.nodes[current].types[0].etype.is_float:
-            return None
-        steps.append(layer.op_type)
-        uses = consumers.get(current, ())
-        if len(uses) != 1:
-            return (steps, "shared") if uses else None
-        current, at = uses[0]
 
 
 def model_stats(path: str | Path) -> ModelStats:
