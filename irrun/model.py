@@ -16,7 +16,7 @@ from .errors import (InputError, IrrunError, LayerRef, ModelError, UnreadableFil
                      UsageError)
 from .etypes import ElementType
 from .executor import Plan
-from .ir import IRDocument, Layer, parse_document
+from .ir import IRDocument, Layer, parse_document, v10_interface_type
 from .shapes import Dim, Shape, format_shape
 from .threads import set_threads, threads as current_threads
 from .weights import Weights
@@ -279,6 +279,21 @@ class Model:
         if self.weights is not None:
             self.weights.close()
 
+    # ------------------------------------------------------------ writing
+    def save(self, path: str | Path, *, force: bool = False) -> Path:
+        """Write the model as loaded (declared shapes and types) to `path` (.xml) and the `.bin`
+        beside it, as IR v11 in the form `openvino.save_model` writes; IR v10 becomes v11.
+        Refuses to overwrite the model's own files unless `force`.  Returns the .xml path."""
+        from .writer import save
+        return save(self, path, force=force)
+
+    def extract(self, path: str | Path, *, outputs: list[str], inputs: list[str] = (), force: bool = False) -> Path:
+        """Write the part of the model that computes `outputs` (layer names, `layer:index`, or tensor
+        names) as a standalone IR at `path`; the tensors named in `inputs` become its Parameters.
+        See `irrun.extract`."""
+        from .extraction import extract
+        return extract(self, path, outputs=outputs, inputs=inputs, force=force)
+
 
 def _string_array(name: str, array: np.ndarray, file: str) -> np.ndarray:
     """A string input as irrun carries it: an object array of str.  Bytes are decoded as UTF-8;
@@ -296,11 +311,8 @@ def _string_array(name: str, array: np.ndarray, file: str) -> np.ndarray:
 
 def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
     """IR v10 outputs are converted by OpenVINO: integers to i32, the rest to f32."""
-    if etype.is_integral and etype.bits >= 32:
-        return value.astype(np.int32)
-    if etype.name != "f32" and etype.carrier is not None and value.dtype != np.float32:
-        return value.astype(np.float32)
-    return value
+    carrier = v10_interface_type(etype, output=True).carrier
+    return value if value.dtype == carrier else value.astype(carrier)
 
 
 def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None) -> Model:
