@@ -1,6 +1,7 @@
 """Differential testing against OpenVINO: build with openvino.opsetN, save IR, run both."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +192,16 @@ def replace_in_ir(xml: Path, old: str, new: str, count: int = 1) -> Path:
     assert text.count(old) >= count, f"{old!r} not in the IR"
     xml.write_text(text.replace(old, new, count))
     return xml
+
+
+def mutated_copy(xml: Path, folder: Path, edit) -> Path:
+    """A copy of the IR `xml` as `folder`/model.xml (with the same weights), `edit(root)` applied to its XML."""
+    tree = etree.parse(str(xml))
+    edit(tree.getroot())
+    out = Path(folder) / "model.xml"
+    tree.write(str(out))
+    shutil.copy(Path(xml).with_suffix(".bin"), out.with_suffix(".bin"))
+    return out
 
 
 def layer_of(root, type_name: str):

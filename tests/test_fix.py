@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from lxml import etree
-from ovutil import assert_close, run_openvino, save, set_port_dims
+from ovutil import assert_close, mutated_copy, run_openvino, save, set_port_dims
 
 import irrun
 from irrun.cli import cli
@@ -28,15 +28,10 @@ def fixture(name: str, tmp_path: Path) -> Path:
 
 
 def mutant(original: Path, edit) -> Path:
-    """A copy of `original` (beside it, with the same weights) with `edit(root)` applied to its XML."""
+    """A copy of `original` (in a folder beside its own) with `edit(root)` applied to its XML."""
     folder = original.parent.parent / "mutant"
     folder.mkdir(exist_ok=True)
-    tree = etree.parse(str(original))
-    edit(tree.getroot())
-    path = folder / "model.xml"
-    tree.write(str(path))
-    shutil.copy(original.with_suffix(".bin"), path.with_suffix(".bin"))
-    return path
+    return mutated_copy(original, folder, edit)
 
 
 def layer_named(root, name):

@@ -68,36 +68,16 @@ def test_every_element_type_shared_constants_and_escaped_names(tmp_path):
 
 
 def sub_graph_models():
-    from test_ops_control_flow import accumulate_loop, branchy_if, rnn_ti
+    from test_ops_control_flow import accumulate_loop, branchy_if, loop_in_if, rnn_ti
     return {"TensorIterator": rnn_ti(invariant=True), "Loop": accumulate_loop("param", "param", limit=5),
-            "If": branchy_if()}
+            "If": branchy_if(), "Loop in If": loop_in_if()}
 
 
-@pytest.mark.parametrize("kind", ["TensorIterator", "Loop", "If"])
+@pytest.mark.parametrize("kind", ["TensorIterator", "Loop", "If", "Loop in If"])
 def test_sub_graphs_come_back_byte_for_byte(kind, tmp_path):
     """Bodies, port maps (sliced, merged, invariant, concatenated, purposes), back edges, constants
     inside bodies sharing data with those outside."""
     xml = save(sub_graph_models()[kind], tmp_path)
-    assert same_files(saved_by_irrun(xml, tmp_path), xml)
-
-
-def test_loop_inside_if_comes_back_byte_for_byte(tmp_path):
-    c, x = ops8.parameter([], np.bool_, name="c"), ops8.parameter([2, 2], np.float32, name="X")
-    xt, xb, acc = (ops8.parameter([2, 2], np.float32, name=n) for n in ("xt", "xb", "acc"))
-    r_cond, r_acc = ops8.result(ops8.constant(True)), ops8.result(ops8.add(acc, xb))
-    loop = ops8.loop(ops8.constant(np.int64(3)), ops8.constant(True))
-    loop.set_function(ov.Model([r_cond, r_acc], [xb, acc]))
-    loop.set_special_body_ports([-1, 0])
-    loop.set_invariant_input(xb, xt.output(0))
-    loop.set_merged_input(acc, xt.output(0), r_acc.output(0))
-    then = ov.Model([ops8.result(loop.get_iter_value(r_acc.output(0), -1))], [xt])
-    xe = ops8.parameter([2, 2], np.float32, name="xe")
-    other = ov.Model([ops8.result(ops8.subtract(xe, ops8.constant(np.float32(1))))], [xe])
-    node = ops8.if_op(c)
-    node.set_then_body(then)
-    node.set_else_body(other)
-    node.set_input(x.output(0), xt, xe)
-    xml = save(ov.Model([node.set_output(then.get_results()[0], other.get_results()[0])], [c, x]), tmp_path)
     assert same_files(saved_by_irrun(xml, tmp_path), xml)
 
 
