@@ -92,10 +92,14 @@ class GraphBuilder:
 
 
 def graph_of(layers: dict[str, Layer], edges: list[Edge], rt_info=()) -> IRGraph:
-    """An IRGraph of connected `edges` (each with its port positions)."""
-    sources = {(e.to_layer, e.in_index): (e.from_layer, e.out_index) for e in edges}
+    """An IRGraph of `layers` and the `edges` between their ports (named by id, as in the XML)."""
+    def position(ports, port_id):
+        return next(i for i, p in enumerate(ports) if p.id == port_id)
+    connected = [dataclasses.replace(e, out_index=position(layers[e.from_layer].outputs, e.from_port),
+                                     in_index=position(layers[e.to_layer].inputs, e.to_port)) for e in edges]
+    sources = {(e.to_layer, e.in_index): (e.from_layer, e.out_index) for e in connected}
     producers = {lid: [sources.get((lid, i)) for i in range(len(layer.inputs))] for lid, layer in layers.items()}
-    return IRGraph(layers, edges, sources, producers, rt_info)
+    return IRGraph(layers, connected, sources, producers, rt_info)
 
 
 def renumber_ports(layer: Layer) -> Layer:

@@ -259,56 +259,54 @@ def upgraded_v10(model) -> IRGraph:
     layers = {lid: without_rt_info(layer) for lid, layer in graph.layers.items()}
     ids = itertools.count(max((int(lid) for lid in layers if lid.lstrip("-").isdigit()), default=-1) + 1)
     names = {layer.name for layer in layers.values()}
-    after: dict[str, list[Layer]] = {}          # layer id -> Converts to write right after it
-    moved: dict[tuple[str, str], tuple[str, str]] = {}   # (layer, output port id) whose readers read ...
+    after: dict[str, list[Layer]] = {}           # layer id -> the Converts written right after it
+    gives: dict[tuple[str, str], tuple[str, str]] = {}   # (layer, output port id) -> what now gives that tensor
+    into: dict[tuple[str, str], tuple[str, str]] = {}    # (layer, input port id) -> what now feeds it
     edges = []
 
-    def new_convert(source: Layer, t, destination) -> Layer:
+    def insert_convert(source: Layer, port_id: str, t, destination) -> Layer:
         name = f"{source.name}/convert_to_{destination.name}"
         while name in names:
             name += "_"
         names.add(name)
         convert = convert_layer(str(next(ids)), name, t, destination)
         after.setdefault(source.id, []).append(convert)
+        from_layer, from_port = gives.get((source.id, port_id), (source.id, port_id))
+        edges.append(Edge(from_layer, from_port, convert.id, convert.inputs[0].id, 0))
         return convert
 
     for info, param in zip(model.inputs, graph.layers_of_type("Parameter")):
         layer = layers[param.id]
-        t = analysis.nodes[param.id].types[0]
         port = dataclasses.replace(layer.outputs[0], names=info.names)
+        t = analysis.nodes[param.id].types[0]
         fed = v10_interface_type(t.etype, output=False)
         if fed is not t.etype:
-            convert = new_convert(layer, t.like(etype=fed), t.etype)
             port = dataclasses.replace(port, precision=fed.precision, etype=fed)
             layer = dataclasses.replace(layer, data=dict(layer.data, element_type=fed.name))
-            moved[(layer.id, port.id)] = (convert.id, convert.outputs[0].id)
-            edges.append(Edge(layer.id, port.id, convert.id, convert.inputs[0].id, 0, 0, 0))
+            convert = insert_convert(layer, port.id, t.like(etype=fed), t.etype)
+            gives[(layer.id, port.id)] = (convert.id, convert.outputs[0].id)
         layers[param.id] = dataclasses.replace(layer, outputs=[port])
-    converted_results: dict[str, Layer] = {}
     for info, result in zip(model.outputs, graph.layers_of_type("Result")):
+        layer = dataclasses.replace(layers[result.id], output_names=info.names)
         t = analysis.nodes[result.id].types[0]
         given = v10_interface_type(t.etype, output=True)
-        layer = dataclasses.replace(layers[result.id], output_names=info.names)
         if given is not t.etype:
             source_id, index = graph.sources[(result.id, 0)]
             source = layers[source_id]
-            convert = new_convert(source, t, given)
-            # The converted tensor takes the names, as OpenVINO's post-processing gives them to it.
-            outputs = list(source.outputs)
-            convert.outputs[0].names, outputs[index] = outputs[index].names, dataclasses.replace(outputs[index], names=())
-            layers[source_id] = dataclasses.replace(source, outputs=outputs)
-            edges.append(Edge(source_id, outputs[index].id, convert.id, convert.inputs[0].id, 0, index, 0))
+            convert = insert_convert(source, source.outputs[index].id, t, given)
+            if source.op_type != "Parameter":
+                # The converted tensor takes the names, as OpenVINO's post-processing gives them to it.
+                outputs = list(source.outputs)
+                convert.outputs[0].names = outputs[index].names
+                outputs[index] = dataclasses.replace(outputs[index], names=())
+                layers[source_id] = dataclasses.replace(source, outputs=outputs)
             layer.inputs = [dataclasses.replace(layer.inputs[0], precision=given.precision, etype=given)]
-            converted_results[result.id] = convert
+            into[(result.id, layer.inputs[0].id)] = (convert.id, convert.outputs[0].id)
         layers[result.id] = layer
     for e in graph.edges:
-        if e.to_layer in converted_results:
-            convert = converted_results[e.to_layer]
-            e = Edge(convert.id, convert.outputs[0].id, e.to_layer, e.to_port, 0, 0, e.in_index)
-        elif (e.from_layer, e.from_port) in moved:
-            from_layer, from_port = moved[(e.from_layer, e.from_port)]
-            e = Edge(from_layer, from_port, e.to_layer, e.to_port, 0, 0, e.in_index)
-        edges.append(e)
+        from_layer, from_port = into.get((e.to_layer, e.to_port)) or gives.get((e.from_layer, e.from_port)) or \
+            (e.from_layer, e.from_port)
+        edges.append(Edge(from_layer, from_port, e.to_layer, e.to_port, 0))
     ordered = {}
     for lid, layer in layers.items():
         ordered[lid] = layer
