@@ -78,7 +78,9 @@ ConstantBytes = Callable[[Layer], bytes]
 
 
 def constants_from(weights: Weights | None, file: str) -> ConstantBytes:
-    """The bytes a Const layer's data stands for, read from `weights` and encoded again."""
+    """The bytes a Const layer's data stands for: its values read from `weights` and encoded again,
+    then whatever its `size` holds past them (OpenVINO keeps a Const's `size` bytes as it read them:
+    an empty Const of one byte stays one byte)."""
     spec = all_specs()[("Constant", 1)]
 
     def data(layer: Layer) -> bytes:
@@ -88,7 +90,10 @@ def constants_from(weights: Weights | None, file: str) -> ConstantBytes:
             why = problems[0].message if problems else "the model has no .bin"
             raise ModelError(f"cannot read its data: {why}", file=file, layer=layer.ref)
         values = weights.read(attrs.offset, attrs.size, attrs.element_type, attrs.shape)
-        return attrs.element_type.encode(values)
+        encoded = attrs.element_type.encode(values)
+        if attrs.size > len(encoded):
+            encoded += weights.bytes(attrs.offset + len(encoded), attrs.size - len(encoded))
+        return encoded
     return data
 
 

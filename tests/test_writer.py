@@ -67,6 +67,22 @@ def test_every_element_type_shared_constants_and_escaped_names(tmp_path):
         assert_close(got, want, rtol=0, atol=1e-37)   # (the CPU plugin flushes f8e8m0's 2^-127 to 0)
 
 
+def test_constants_keep_their_size_as_openvino_does(tmp_path):
+    """OpenVINO keeps a Const's `size` bytes as it read them: an empty Const of one byte, bytes past the
+    values.  irrun's save gives what OpenVINO's own read_model + save_model gives."""
+    from ovutil import const
+    x = ops.parameter([2, 3, 4], np.float32, name="x")
+    model = ov.Model([ops.add(ops.transpose(x, const([])), ops.constant(np.array([1, 2], np.float32)))], [x])
+    xml = save(model, tmp_path / "empty")
+    assert 'shape="0" offset="0" size="1"' in xml.read_text()
+    text = xml.read_text().replace('shape="2" offset="1" size="8"', 'shape="2" offset="1" size="12"')
+    edited = write(tmp_path, text, xml.with_suffix(".bin").read_bytes() + b"\xaa\xbb\xcc\xdd", name="edited")
+    by_openvino = tmp_path / "by_openvino.xml"
+    ov.save_model(CORE.read_model(str(edited)), str(by_openvino), compress_to_fp16=False)
+    assert b"\xaa\xbb\xcc\xdd" in by_openvino.with_suffix(".bin").read_bytes()
+    assert same_files(saved_by_irrun(edited, tmp_path), by_openvino)
+
+
 def sub_graph_models():
     from test_ops_control_flow import accumulate_loop, branchy_if, loop_in_if, rnn_ti
     return {"TensorIterator": rnn_ti(invariant=True), "Loop": accumulate_loop("param", "param", limit=5),
