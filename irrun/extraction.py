@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .analysis import Analysis, declared_type
-from .editing import GraphBuilder, parameter_layer, result_layer
+from .editing import GraphBuilder, graph_of, parameter_layer, result_layer, without_rt_info
 from .errors import ModelError, UsageError
 from .ir import IRGraph, Layer
 from .registry import TensorType
@@ -160,6 +160,8 @@ def extract(source, path: str | Path, *, outputs: list[str], inputs: list[str] =
                              f"`irrun validate` lists them)", file=first.file, line=first.line, layer=first.layer,
                              code=first.code)
         graph = extract_graph(analysis, list(outputs), list(inputs))
+        if document.version == 10:   # (rt_info the IR v10 reader ignores would be read in IR v11)
+            graph = graph_of({lid: without_rt_info(l) for lid, l in graph.layers.items()}, graph.edges, graph.rt_info)
         return write_ir(path, graph, name=document.name, constant_bytes=constants_from(weights, file),
                         protected=(document.path, document.path.with_suffix(".bin")), force=force)
     finally:

@@ -19,6 +19,9 @@ What has a safe repair, and what it is:
 
 Anything else (a missing layer, weights out of range, a cycle, duplicate ids, an unknown
 op, a bad attribute, inconsistent shapes) has no safe repair: nothing is written.
+
+The repaired IR is written in the IR version the model came in: an IR v10 model stays one,
+so that it is read as before (its inputs and outputs converted as reading IR v10 does).
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from .editing import graph_of, port_dims
 from .errors import LayerRef, UsageError
 from .ir import Edge, IRGraph, Layer
 from .shapes import format_shape
-from .writer import check_target, constants_from, write_ir
+from .writer import IR_VERSION, check_target, constants_from, write_ir
 
 # Defects a repair takes away.
 REPAIRABLE = frozenset({"E-DECLARED-SHAPE", "E-DECLARED-TYPE", "W-DEAD-LAYER", "E-EDGE-LAYER", "E-EDGE-PORT",
@@ -221,8 +224,10 @@ def repair(path: str | Path, output: str | Path, *, force: bool = False, strict:
         repairer = _Repairer(analysis, file)
         graph = repairer.graph(analysis)
         report.changes = repairer.changes
+        # (in the IR version it came in: an IR v10 model stays one, read as IR v10 is read)
         report.written = write_ir(output, graph, name=document.name, constant_bytes=constants_from(weights, file),
-                                  protected=(source, source.with_suffix(".bin")), force=force)
+                                  protected=(source, source.with_suffix(".bin")), force=force,
+                                  version=document.version or IR_VERSION)
         return report
     finally:
         if weights is not None:

@@ -224,7 +224,7 @@ def check_target(path: str | Path, protected=(), force: bool = False) -> tuple[P
 
 
 def write_ir(path: str | Path, graph: IRGraph, *, name: str, constant_bytes: ConstantBytes,
-             protected=(), force: bool = False) -> Path:
+             protected=(), force: bool = False, version: int = IR_VERSION) -> Path:
     """Write `graph` as `path` (.xml) and the `.bin` beside it; returns the .xml path."""
     xml, bin_path = check_target(path, protected, force)
     try:
@@ -233,7 +233,7 @@ def write_ir(path: str | Path, graph: IRGraph, *, name: str, constant_bytes: Con
             # (entered last, renamed first: the .xml that names the new weights lands after them)
             store = ConstantStore(files.enter_context(atomic_write(bin_path)))
             writer = _XmlWriter(store, constant_bytes)
-            writer.element(0, "net", (("name", name), ("version", str(IR_VERSION))),
+            writer.element(0, "net", (("name", name), ("version", str(version))),
                            lambda d: writer.graph(d, graph))
             lines = writer.lines
             lines.insert(0, '<?xml version="1.0"?>')

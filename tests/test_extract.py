@@ -164,6 +164,19 @@ def test_model_extract_and_path_extract_write_the_same(tmp_path):
     assert a.with_suffix(".bin").read_bytes() == b.with_suffix(".bin").read_bytes()
 
 
+def test_from_ir_v10_the_sub_graph_in_its_declared_types(tmp_path):
+    """From an IR v10 model: an IR v11 sub-graph of the layers as declared (no v10 input or output
+    conversion; OpenVINO's add_outputs gives those layers' outputs unconverted too), without the layer
+    rt_info that the v10 reader ignores."""
+    from irxml import relu_model, write
+    rt = '<rt_info><attribute name="old_api_map_order" version="0" value="1,0"/></rt_info>'
+    full = write(tmp_path, relu_model(version=10).replace('<input>', rt + '<input>', 1))
+    sub = irrun.extract(full, tmp_path / "sub.xml", outputs=["relu"])
+    assert 'version="11"' in sub.read_text() and "old_api_map_order" not in sub.read_text()
+    x = np.array([[1, -2, 3]], np.float32)
+    check_against_full_model(full, sub, [x], ["relu"])
+
+
 # ---------------------------------------------------------------- bad names
 
 def test_unknown_names_are_clear_errors_with_suggestions(tmp_path):

@@ -180,6 +180,27 @@ def test_repairs_inside_a_sub_graph_body(tmp_path):
     assert result.written.read_bytes() == original.read_bytes()
 
 
+def test_an_ir_v10_model_stays_ir_v10(tmp_path):
+    """The repaired model is the same model: an IR v10 file is repaired into an IR v10 file, which
+    OpenVINO reads (f16 input fed as f32, names, output types) as it reads the unbroken original."""
+    from irxml import layer, net, port, write, edge
+    good = net([
+        layer(0, "x", "Parameter", data={"shape": "1,3", "element_type": "f16"}, outputs=[port(0, (1, 3), "FP16", "x")]),
+        layer(1, "relu", "ReLU", inputs=[port(0, (1, 3), "FP16")], outputs=[port(1, (1, 3), "FP16", names="y")]),
+        layer(2, "out", "Result", inputs=[port(0, (1, 3), "FP16")]),
+    ], [edge(0, 0, 1, 0), edge(1, 1, 2, 0)], version=10)
+    original = write(tmp_path, good, name="good")
+    broken = write(tmp_path, good.replace('<port id="1" precision="FP16" names="y"><dim>1</dim><dim>3</dim>',
+                                          '<port id="1" precision="FP16" names="y"><dim>1</dim><dim>4</dim>'),
+                   name="broken")
+    result = irrun.repair(broken, tmp_path / "fixed.xml")
+    assert [c.code for c in result.changes] == ["E-DECLARED-SHAPE"]
+    assert 'version="10"' in result.written.read_text() and not list(irrun.validate(result.written))
+    x = np.array([[1.5, -2, 3]], np.float32)
+    for a, b in zip(run_openvino(result.written, [x]), run_openvino(original, [x])):
+        assert_close(a, b, rtol=0, atol=0)
+
+
 # ---------------------------------------------------------------- no safe repair
 
 def _missing_layer(root):
