@@ -135,7 +135,9 @@ def extract_graph(analysis: Analysis, outputs: list[str], inputs: list[str] = ()
         src = fed[(t.layer.id, t.index)]
         lid = b.free_id(taken_ids)
         result = b.add(result_layer(lid, b.free_name(f"{t.key}/result", taken_names), _type_of(analysis, t), t.names))
-        result.inputs[0] = dataclasses.replace(result.inputs[0], dims=b.layers[src[0]].outputs[src[1]].dims)
+        given = b.layers[src[0]].outputs[src[1]]   # (the Result declares what its producer declares)
+        result.inputs[0] = dataclasses.replace(result.inputs[0], dims=given.dims, precision=given.precision,
+                                               etype=given.etype)
         b.connect(src, (lid, 0))
     return b.graph()
 
