@@ -97,6 +97,8 @@ def check_round_trip(m: irrun.Model, xml: Path, inputs, expected: list[np.ndarra
         assert_close(a, e, rtol=0, atol=0, what=f"output {i} of the IR irrun saved")
     resaved = irrun.load(saved).save(xml.with_name(xml.stem + ".irrun2.xml"))
     assert resaved.read_bytes() == saved.read_bytes(), "loading and saving again changed the XML"
+    assert resaved.with_suffix(".bin").read_bytes() == saved.with_suffix(".bin").read_bytes(), \
+        "loading and saving again changed the weights"
     return saved
 
 
