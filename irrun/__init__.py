@@ -1,10 +1,12 @@
 """irrun: run, check and understand OpenVINO IR models in pure Python."""
 from .errors import (InputError, IrrunError, ModelError, ResourceLimitError, ShapeError,
                      UnreadableFileError, UnsupportedError, UsageError)
+from .extraction import extract
 from .model import Model, PortInfo, Report, load, validate
+from .fix import RepairReport, repair
 
 __version__ = "0.1.0"
 
-__all__ = ["load", "validate", "Model", "PortInfo", "Report", "IrrunError", "ModelError",
+__all__ = ["load", "validate", "repair", "extract", "Model", "PortInfo", "Report", "RepairReport", "IrrunError", "ModelError",
            "InputError", "ShapeError", "UnreadableFileError", "UnsupportedError", "UsageError",
            "ResourceLimitError", "__version__"]

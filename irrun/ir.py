@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from lxml import etree
 
@@ -30,10 +30,24 @@ if TYPE_CHECKING:
     import networkx as nx
 
 SUBGRAPH_BODIES = ("body", "then_body", "else_body")
-# The rt_info, bodies and port maps of the layers and ports that have none (nearly all of
-# them: a big IR has 10^5), shared and read-only.
+# The bodies and port maps of the layers that have none (nearly all of them: a big IR
+# has 10^5), shared and read-only.
 EMPTY = MappingProxyType({})
 MAX_XML_BYTES = 2 << 30
+
+
+class RtElement(NamedTuple):
+    """One element of an `<rt_info>` section exactly as written (the writer gives it back as it was):
+    `<attribute name="fused_names" version="0" value="a,b"/>` is
+    `RtElement("attribute", (("name", "fused_names"), ("version", "0"), ("value", "a,b")), ())`."""
+
+    tag: str
+    attrs: tuple[tuple[str, str], ...]
+    children: tuple["RtElement", ...] = ()
+
+
+# An rt_info section: its elements in order (empty for nearly every layer and port).
+RtInfo = tuple[RtElement, ...]
 
 
 @dataclass(slots=True)
@@ -45,7 +59,7 @@ class Port:
     etype: ElementType | None = None
     dims: tuple[int, ...] = ()      # declared; -1 = dynamic
     names: tuple[str, ...] = ()
-    rt_info: dict = field(default_factory=dict)
+    rt_info: RtInfo = ()
 
 
 @dataclass(slots=True)
@@ -59,7 +73,7 @@ class Layer:
     data_line: int | None = None
     inputs: list[Port] = field(default_factory=list)
     outputs: list[Port] = field(default_factory=list)
-    rt_info: dict = field(default_factory=dict)
+    rt_info: RtInfo = ()
     output_names: tuple[str, ...] | None = None   # Result only
     op_type: str | None = None      # canonical type, when the catalogue knows it
     op_version: int | None = None   # resolved version number
@@ -97,6 +111,7 @@ class IRGraph:
     sources: dict[tuple[str, int], tuple[str, int]]
     # layer id -> for each input, `sources` of it (None where nothing feeds it)
     producers: dict[str, list[tuple[str, int] | None]] = field(default_factory=dict)
+    rt_info: RtInfo = ()            # the graph's own <rt_info> (a model's, or a body's)
 
     @cached_property
     def graph(self) -> nx.MultiDiGraph:
@@ -130,24 +145,29 @@ class IRDocument:
     version: int | None
     name: str
     graph: IRGraph
-    rt_info: dict
+    rt_info: dict                   # `rt_info_dict` of the model's <rt_info> (graph.rt_info holds it as written)
     snippet: bool                   # root was a single <layer>
     diagnostics: Diagnostics
 
 
-def _rt_info(element) -> dict:
-    """`<rt_info>` as nested dicts; unknown entries kept, never interpreted."""
+def _rt_info(element) -> RtInfo:
+    """The elements of an `<rt_info>` (or of one of its elements) as written; never interpreted."""
+    return tuple(RtElement(child.tag, tuple(child.items()), _rt_info(child) if len(child) else ())
+                 for child in element if isinstance(child.tag, str))
+
+
+def rt_info_dict(elements: RtInfo) -> dict:
+    """rt_info as nested dicts, as OpenVINO reads a model's: an element's key is its `name`
+    attribute or else its tag; its value is its children, or its `value` attribute, or
+    else all its attributes."""
     out: dict = {}
-    if element is None:
-        return out
-    for child in element:
-        if not isinstance(child.tag, str):
-            continue
-        key = child.get("name") or child.tag
-        if len(child):
-            out[key] = _rt_info(child)
+    for e in elements:
+        attrs = dict(e.attrs)
+        key = attrs.get("name") or e.tag
+        if e.children:
+            out[key] = rt_info_dict(e.children)
         else:
-            out[key] = child.get("value", dict(child.attrib))
+            out[key] = attrs.get("value", attrs)
     return out
 
 
@@ -173,6 +193,24 @@ def split_names(text: str) -> tuple[str, ...]:
         i += 1
     names.append("".join(current).strip())
     return tuple(n for n in names if n)
+
+
+def v10_interface_type(etype: ElementType, *, output: bool) -> ElementType:
+    """The type OpenVINO gives an input or output of an IR v10 model when it reads it
+    (`update_v10_model`): f16 inputs become f32; outputs of 32- and 64-bit integers become i32,
+    every other non-f32 output f32."""
+    if not output:
+        return etypes.f32 if etype is etypes.f16 else etype
+    if etype.is_integral and etype.bits >= 32:
+        return etypes.i32
+    if etype is etypes.f32 or etype.carrier is None or etype.kind in ("string", "dynamic"):
+        return etype
+    return etypes.f32
+
+
+def join_names(names) -> str:
+    """The inverse of `split_names`: ("a,b", "c") -> `a\\,b,c`."""
+    return ",".join(name.replace(",", "\\,") for name in names)
 
 
 # Blank text is kept: past line 65535 it is what gives elements their line (see `line_of`).
@@ -281,7 +319,7 @@ class _Reader:
         dims = self.dims(tuple(dim_texts), element, pid, layer)
         names = element.get("names")
         return Port(pid, index, line, precision, etype, dims, split_names(names) if names else (),
-                    EMPTY if rt is None else _rt_info(rt))
+                    () if rt is None else _rt_info(rt))
 
     def port_list(self, container, layer: Layer, is_output: bool) -> list[Port]:
         ports, seen = [], set()
@@ -304,7 +342,7 @@ class _Reader:
         version = element.get("version")
         line = line_of(element)
         layer = Layer(lid if lid is not None else "?", name, type_name or "?", version or "", line,
-                      rt_info=EMPTY, bodies=EMPTY, port_maps=EMPTY, scope=self.scope)
+                      bodies=EMPTY, port_maps=EMPTY, scope=self.scope)
         if lid is None or type_name is None or version is None:
             for attr, value in (("id", lid), ("type", type_name), ("version", version)):
                 if value is None:
@@ -381,6 +419,8 @@ class _Reader:
                     self.add_layer(layers, self.layer(element))
         if read_edges is not None:
             return self.connect(layers, read_edges)
+        rt = _children(container, "rt_info")
+        rt_info = _rt_info(rt[0]) if rt else ()
         edges = []
         edges_el = _children(container, "edges")
         for element in (edges_el[0] if edges_el else ()):
@@ -393,7 +433,9 @@ class _Reader:
                                  line=edge.line)
                 continue
             edges.append(edge)
-        return self.connect(layers, edges)
+        graph = self.connect(layers, edges)
+        graph.rt_info = rt_info
+        return graph
 
     def add_layer(self, layers: dict[str, Layer], layer: Layer) -> None:
         first = layers.get(layer.id)
@@ -615,17 +657,10 @@ class _PlanBuilder:
         return element.sourceline - 1
 
     def rt_info(self, element) -> tuple:
-        """`_rt_info` of the element, with value indices for values."""
-        entries = []
-        for child in element:
-            if len(child):
-                value = (0, self.rt_info(child))
-            elif "value" in child.attrib:
-                value = (1, self.slot(child, "value"))
-            else:
-                value = (2, tuple((k, self._index(v)) for k, v in child.attrib.items()))
-            entries.append((self.slot(child, "name"), child.tag, value))
-        return tuple(entries)
+        """`_rt_info` of the element, with value indices for attribute values."""
+        return tuple((child.tag, tuple((k, self._index(v)) for k, v in child.attrib.items()),
+                      self.rt_info(child) if len(child) else ())
+                     for child in element)
 
     def port(self, element, is_output: bool) -> _PortPlan:
         dims, rt = [], None
@@ -694,17 +729,9 @@ def _check_values(parts: list[str]) -> None:
         raise _NotPlain("a value longer than libxml2 reads without XML_PARSE_HUGE")
 
 
-def _fill_rt_info(plan: tuple, values: list[str]) -> dict:
-    out: dict = {}
-    for name, tag, (kind, value) in plan:
-        key = (values[name] if name is not None else None) or tag
-        if kind == 0:
-            out[key] = _fill_rt_info(value, values)
-        elif kind == 1:
-            out[key] = values[value]
-        else:
-            out[key] = {k: values[i] for k, i in value}
-    return out
+def _fill_rt_info(plan: tuple, values: list[str]) -> RtInfo:
+    return tuple(RtElement(tag, tuple((k, values[i]) for k, i in attrs), _fill_rt_info(children, values))
+                 for tag, attrs, children in plan)
 
 
 # A form read this often gets a builder of its own (generated Python, no loops);
@@ -725,7 +752,7 @@ def _build_layer(plan: _LayerPlan, values: list, line: int, lid: str, resolved: 
             names = values[_slot(p.names)]
             ports.append(Port(values[p.id], index, line + p.line, precision, etype, p.dims,
                               split_names(names) if names else (),
-                              EMPTY if p.rt_info is None else _fill_rt_info(p.rt_info, values)))
+                              () if p.rt_info is None else _fill_rt_info(p.rt_info, values)))
         if len(ports) > 1 and len({p.id for p in ports}) < len(ports):
             raise _NotPlain("a duplicate port id")
         port_lists.append(ports)
@@ -733,7 +760,7 @@ def _build_layer(plan: _LayerPlan, values: list, line: int, lid: str, resolved: 
     return Layer(lid, values[_slot(plan.name, _ABSENT_EMPTY)], values[plan.type], values[plan.version],
                  line + plan.line, {} if plan.data is None else {k: values[i] for k, i in plan.data},
                  None if plan.data is None else line + plan.data_line, port_lists[0], port_lists[1],
-                 EMPTY if plan.rt_info is None else _fill_rt_info(plan.rt_info, values),
+                 () if plan.rt_info is None else _fill_rt_info(plan.rt_info, values),
                  None if output_names is None else split_names(output_names), resolved[0], resolved[1],
                  EMPTY, EMPTY, [], "")
 
@@ -760,7 +787,7 @@ def _compile_builder(plan: _LayerPlan):
             if p.names is not None:
                 code.append(f"    names_{port} = values[{p.names}]")
                 tensor_names = f"split_names(names_{port}) if names_{port} else ()"
-            rt_info = "EMPTY"
+            rt_info = "()"
             if p.rt_info is not None:
                 names[f"rt_{port}"] = p.rt_info
                 rt_info = f"fill(rt_{port}, values)"
@@ -775,7 +802,7 @@ def _compile_builder(plan: _LayerPlan):
     if plan.data is not None:
         data = "{" + ", ".join(f"{k!r}: values[{i}]" for k, i in plan.data) + "}"
         data_line = f"line + {plan.data_line}"
-    rt_info = "EMPTY"
+    rt_info = "()"
     if plan.rt_info is not None:
         names["rt_layer"] = plan.rt_info
         rt_info = "fill(rt_layer, values)"
@@ -1058,10 +1085,11 @@ def parse_document(path: str | Path) -> IRDocument:
                                   f"as OpenVINO does)", file=file, line=line_of(root), code="E-IR-VERSION")
     graph = reader.graph(root, top_layers, top_edges)
     rt = _children(root, "rt_info")
-    rt_info = _rt_info(rt[0]) if rt else {}
-    if not rt:
-        for legacy in ("meta_data", "quantization_parameters"):
-            found = _children(root, legacy)
-            if found:
-                rt_info[legacy] = _rt_info(found[0])
-    return IRDocument(path, version, root.get("name", path.stem), graph, rt_info, False, diags)
+    if rt:
+        graph.rt_info = _rt_info(rt[0])
+    else:   # (as OpenVINO reads a legacy file: its sections become the model's rt_info)
+        graph.rt_info = tuple(RtElement(legacy, (), _rt_info(found[0]))
+                              for legacy in ("meta_data", "quantization_parameters")
+                              for found in [_children(root, legacy)] if found)
+    return IRDocument(path, version, root.get("name", path.stem), graph, rt_info_dict(graph.rt_info), False,
+                      diags)

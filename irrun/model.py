@@ -19,8 +19,8 @@ from .errors import (DeclaredValuesWarning, InputError, IrrunError, LayerRef, Mo
 from . import etypes
 from .etypes import ElementType
 from .executor import Plan
-from .ir import IRDocument, Layer, parse_document
-from .precision import check_precision, prepare, reported_input_type
+from .ir import IRDocument, Layer, parse_document, v10_interface_type
+from .precision import check_precision, prepare
 from .registry import TensorType
 from .shapes import Dim, Shape, format_shape
 from .threads import set_threads, threads as current_threads
@@ -104,7 +104,7 @@ def input_port(analysis: Analysis, layer: Layer) -> PortInfo:
     if analysis.document.version == 10:
         names = tuple(dict.fromkeys((*names, layer.name)))
     return PortInfo(names[0] if names else layer.name, names, t.shape,
-                    reported_input_type(t.etype, analysis.document.version), layer.ref)
+                    v10_interface_type(t.etype, output=False) if analysis.document.version == 10 else t.etype, layer.ref)
 
 
 def output_port(analysis: Analysis, layer: Layer) -> PortInfo:
@@ -119,7 +119,7 @@ def output_port(analysis: Analysis, layer: Layer) -> PortInfo:
         port_names = tuple(dict.fromkeys((*port_names, legacy)))
     names = layer.output_names if layer.output_names else port_names
     name = names[0] if names else layer.name
-    etype = _v10_output_type(t.etype) if analysis.document.version == 10 else t.etype
+    etype = v10_interface_type(t.etype, output=True) if analysis.document.version == 10 else t.etype
     return PortInfo(name, tuple(names) or (layer.name,), t.shape, etype, layer.ref)
 
 
@@ -321,6 +321,21 @@ class Model:
         if self.weights is not None:
             self.weights.close()
 
+    # ------------------------------------------------------------ writing
+    def save(self, path: str | Path, *, force: bool = False) -> Path:
+        """Write the model as loaded (declared shapes and types) to `path` (.xml) and the `.bin`
+        beside it, as IR v11 in the form `openvino.save_model` writes; IR v10 becomes v11.
+        Refuses to overwrite the model's own files unless `force`.  Returns the .xml path."""
+        from .writer import save
+        return save(self, path, force=force)
+
+    def extract(self, path: str | Path, *, outputs: list[str], inputs: list[str] = (), force: bool = False) -> Path:
+        """Write the part of the model that computes `outputs` (layer names, `layer:index`, or tensor
+        names) as a standalone IR at `path`; the tensors named in `inputs` become its Parameters.
+        See `irrun.extract`."""
+        from .extraction import extract
+        return extract(self, path, outputs=outputs, inputs=inputs, force=force)
+
 
 def _string_array(name: str, array: np.ndarray, file: str) -> np.ndarray:
     """A string input as irrun carries it: an object array of str.  Bytes are decoded as UTF-8;
@@ -336,13 +351,10 @@ def _string_array(name: str, array: np.ndarray, file: str) -> np.ndarray:
     return out.reshape(array.shape)
 
 
-def _v10_output_type(etype: ElementType) -> ElementType:
-    """IR v10 outputs are converted by OpenVINO: integers of 32 bits and more to i32, the rest to f32."""
-    if etype.is_integral and etype.bits >= 32:
-        return etypes.i32
-    if etype.carrier is None or etype.kind in ("string", "dynamic"):
-        return etype
-    return etypes.f32
+def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
+    """IR v10 outputs are converted by OpenVINO: integers to i32, the rest to f32."""
+    carrier = v10_interface_type(etype, output=True).carrier
+    return value if value.dtype == carrier else value.astype(carrier)
 
 
 def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None,

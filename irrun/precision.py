@@ -11,7 +11,7 @@ the experiments):
   therefore rounds nothing, and an f16 value past 65504 does not become inf.
 * The model's inputs and outputs keep their types: an f16 input is widened on the
   way in, an f16 (bf16) output is rounded once on the way out.  (IR v10 turns f16
-  inputs into f32 ones: see `reported_input_type`.)
+  inputs into f32 ones: see `ir.v10_interface_type`.)
 * Constant subgraphs are folded the way OpenVINO's ConstantFolding folds them: in
   f32, except that an explicit Convert to f16/bf16 rounds, and a folded f16 result
   that a computed layer reads is rounded to f16 once (OpenVINO converts it back to
@@ -65,12 +65,6 @@ def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
         raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     return precision
-
-
-def reported_input_type(declared: ElementType, ir_version: int) -> ElementType:
-    """The type OpenVINO gives a Parameter of `declared` type: IR v10's reader makes f16 inputs f32
-    (it puts a Convert to f16 behind them)."""
-    return etypes.f32 if ir_version == 10 and declared.name == "f16" else declared
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import etypes
-from .shapes import parse_partial_shape
+from .shapes import format_shape, parse_partial_shape
 
 
 def specs_dir() -> Path:
@@ -412,6 +412,30 @@ def convert_value(spec: AttrSpec, text: str):
         except Exception as exc:  # noqa: BLE001 - reported as a malformed value
             raise ValueError(str(exc)) from None
     raise AssertionError(t)
+
+
+def format_value(spec: AttrSpec, value) -> str:
+    """A Python value -> its text in `<data>`, as OpenVINO's serializer writes it (the inverse of
+    `convert_value`): lists as `1, 2`, booleans as `true`, shapes as `1,3,?,1..10` (`...` for any
+    rank), element types by name."""
+    t = spec.type
+    if t == "bool":
+        return "true" if value else "false"
+    if t in ("ints", "floats", "strings"):
+        return ", ".join(format_number(v) if t == "floats" else str(v) for v in value)
+    if t == "float":
+        return format_number(value)
+    if t == "etype":
+        return value.name
+    if t == "shape":
+        return format_shape(value)[1:-1]
+    return str(value)
+
+
+def format_number(value: float) -> str:
+    """A float attribute as OpenVINO's serializer writes it: the shortest text that reads back the same."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
 def _default(spec: AttrSpec):

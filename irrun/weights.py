@@ -93,6 +93,13 @@ class Weights:
             return "E-BIN-SIZE", f"size {size} is smaller than the {need} bytes that shape {list(shape)} of {etype} needs"
         return None
 
+    def bytes(self, offset: int, size: int) -> bytes:
+        """Bytes [offset, offset + size) of the file, which must hold them."""
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise ModelError(f"bytes {offset}..{offset + size} are outside {self.path.name} ({self.size} bytes)",
+                             code="E-BIN-RANGE")
+        return bytes(self._buffer[offset:offset + size])
+
     def read(self, offset: int, size: int, etype: ElementType, shape: tuple[int, ...]) -> np.ndarray:
         problem = self.check(offset, size, etype, shape)
         if problem:

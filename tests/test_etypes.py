@@ -124,3 +124,70 @@ print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
         pytest.skip("no fork here")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "0", done.stderr
+
+
+# ---------------------------------------------------------------- encoding (what the writer stores)
+
+# Elements per group of whole bytes: a .bin of that many elements has no padding bits.
+_WHOLE_GROUP = {"u1": 8, "u2": 4, "u3": 8, "u4": 2, "i4": 2, "nf4": 2, "f4e2m1": 2, "u6": 4}
+
+
+def _every_pattern(etype) -> bytes:
+    """Every value a byte can hold, for the byte-wide types; random bytes (several groups) for the others."""
+    if etype.bits == 8 or etype.name in _WHOLE_GROUP:
+        return bytes(range(256)) * (3 if etype.name in ("u3", "u6") else 1)
+    return np.random.default_rng(5).integers(0, 256, 64 * etype.bits // 8 * 5, dtype=np.uint8).tobytes()
+
+
+@pytest.mark.parametrize("name", sorted(set(VALUES) - {"boolean"}))
+def test_encode_gives_back_every_bit_pattern(name):
+    """encode(decode(bytes)) == bytes for every bit pattern: -0, every NaN code (f8e5m2 has three of
+    each sign), every packed field."""
+    etype = etypes.BY_NAME[name]
+    data = _every_pattern(etype)
+    count = len(data) * 8 // etype.bits if name not in ("u3", "u6") else len(data) // 3 * _WHOLE_GROUP[name]
+    assert etype.nbytes(count) == len(data)
+    assert etype.encode(etype.decode(data, count)) == data
+
+
+def test_encode_booleans_as_zero_and_one():
+    """Any nonzero byte is true; it is stored back as 1, as OpenVINO stores its booleans."""
+    boolean = etypes.BY_NAME["boolean"]
+    assert boolean.encode(boolean.decode(bytes([0, 1, 7, 255]), 4)) == bytes([0, 1, 1, 1])
+
+
+@pytest.mark.parametrize("name", ["u1", "u2", "u3", "u4", "u6", "i4", "nf4", "f4e2m1"])
+def test_encode_pads_the_last_byte_with_zeros(name):
+    """3 elements in a packed type: the unused bits of the last group are zeros, as OpenVINO writes them."""
+    etype = etypes.BY_NAME[name]
+    values = etype.decode(bytes([0xFF] * etype.nbytes(8)), 3)
+    encoded = etype.encode(values)
+    assert len(encoded) == etype.nbytes(3)
+    assert etype.decode(encoded, 3).tobytes() == values.tobytes()
+    code_zero = etype.decode(bytes(etype.nbytes(8)), 8)
+    assert encoded == etype.encode(np.concatenate([values, code_zero[3:]]))[:len(encoded)]
+
+
+def test_encode_refuses_what_a_type_cannot_hold():
+    with pytest.raises(irrun.ModelError, match="u4 holds integers 0..15"):
+        etypes.BY_NAME["u4"].encode(np.array([3, 16], np.uint8))
+    with pytest.raises(irrun.ModelError, match="i4 holds integers -8..7"):
+        etypes.BY_NAME["i4"].encode(np.array([-9], np.int8))
+    with pytest.raises(irrun.ModelError, match="not one of the 16 values an nf4"):
+        etypes.BY_NAME["nf4"].encode(np.array([0.3], np.float32))
+
+
+def test_encode_bf16_rounds_to_nearest_even():
+    bf16 = etypes.BY_NAME["bf16"]
+    x = np.array([1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -7), np.inf, np.nan], np.float32)
+    got = bf16.decode(bf16.encode(x), 5)
+    np.testing.assert_array_equal(got[:4], [1, 1 + 2 ** -6, -(1 + 2 ** -7), np.inf])
+    assert np.isnan(got[4])
+
+
+def test_encode_strings_as_openvino_packs_them():
+    string = etypes.BY_NAME["string"]
+    packed = bytes.fromhex("03000000" "00000000" "02000000" "02000000" "08000000") + "ab".encode() + "héllo".encode()
+    assert string.encode(np.array(["ab", "", "héllo"], dtype=object)) == packed
+    odd = string.decode(packed[:-1] + b"\xff", 3)   # not UTF-8: kept as it was
+    assert string.encode(odd)[-1:] == b"\xff"

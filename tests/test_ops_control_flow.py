@@ -373,8 +373,7 @@ def test_if_one_element_condition(tmp_path):
         compare(model, [np.array([cond]), sample([3], np.int32)], tmp_path / str(cond))
 
 
-@pytest.mark.parametrize("cond", [True, False])
-def test_loop_nested_in_if(cond, tmp_path):
+def loop_in_if() -> ov.Model:
     """then: a Loop summing x three times; else: x - 1."""
     C, X = param([], np.bool_, "c"), param([2, 2], name="X")
     xt = param([2, 2], name="xt")
@@ -393,9 +392,13 @@ def test_loop_nested_in_if(cond, tmp_path):
     node.set_then_body(then)
     node.set_else_body(other)
     node.set_input(X.output(0), xt, xe)
-    model = ov.Model([node.set_output(then.get_results()[0], other.get_results()[0])], [C, X])
+    return ov.Model([node.set_output(then.get_results()[0], other.get_results()[0])], [C, X])
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_loop_nested_in_if(cond, tmp_path):
     x = sample([2, 2])
-    got = next(iter(compare(model, [np.array(cond), x], tmp_path).values()))
+    got = next(iter(compare(loop_in_if(), [np.array(cond), x], tmp_path).values()))
     np.testing.assert_allclose(got, 4 * x if cond else x - 1, rtol=1e-5)
 
 

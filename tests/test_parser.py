@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import irrun
-from irrun.ir import parse_document, split_names
+from irrun.ir import RtElement, join_names, parse_document, split_names
 from irrun.shapes import ANY, Dim, parse_partial_shape
 from irrun.spec import VersionLookupError, resolve_version
 from irrun import etypes
@@ -87,6 +87,30 @@ def test_line_numbers_and_metadata(tmp_path):
     assert relu.line == xml.splitlines().index(next(l for l in xml.splitlines() if 'name="relu"' in l)) + 1
     assert (relu.op_type, relu.op_version) == ("Relu", 1)
     assert doc.rt_info["framework"] == "torch" and doc.rt_info["nested"] == {"deep": "1"}
+
+
+def test_rt_info_is_kept_as_written(tmp_path):
+    """Layer, port and body rt_info keep every element and attribute (the writer gives them back);
+    the model's also reads as OpenVINO reads it, as nested dicts."""
+    rt = ('<rt_info><attribute name="fused_names" version="0" value="a,b"/>'
+          '<attribute name="layout" version="0" layout="[N,C]"/></rt_info>')
+    xml = relu_model().replace('<data shape="1,3" element_type="f32"/>', '<data shape="1,3" element_type="f32"/>' + rt)
+    xml = xml.replace('<dim>3</dim></port></output>', '<dim>3</dim>' + rt + '</port></output>', 1)
+    xml = xml.replace("</edges>", '</edges><rt_info><info name="a b" value="1"/><n><m value="2"/></n></rt_info>')
+    for text in (xml, xml.replace("<layers>", "<layers><!-- the general path, not the fast one -->")):
+        doc = parse_document(write(tmp_path, text))
+        param = doc.graph.layers["0"]
+        expected = (RtElement("attribute", (("name", "fused_names"), ("version", "0"), ("value", "a,b"))),
+                    RtElement("attribute", (("name", "layout"), ("version", "0"), ("layout", "[N,C]"))))
+        assert param.rt_info == expected and param.outputs[0].rt_info == expected
+        assert doc.graph.rt_info == (RtElement("info", (("name", "a b"), ("value", "1"))),
+                                     RtElement("n", (), (RtElement("m", (("value", "2"),)),)))
+        assert doc.rt_info == {"a b": "1", "n": {"m": "2"}}
+
+
+def test_names_with_commas_split_and_join():
+    assert split_names(join_names(["a,b", "c", "d\\e"])) == ("a,b", "c", "d\\e")
+    assert join_names(["a,b", "c"]) == "a\\,b,c"
 
 
 def test_result_output_names_win(tmp_path):

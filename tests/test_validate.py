@@ -6,7 +6,6 @@ misses are what README's "What validate checks" section promises.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import openvino.opset1 as ops1
 import openvino.opset8 as ops
 import pytest
 from lxml import etree
+from ovutil import mutated_copy
 
 import irrun
 
@@ -265,15 +265,6 @@ MUTATIONS = [
 ]
 
 
-def _mutate(base: Path, tmp_path: Path, mutation) -> Path:
-    tree = etree.parse(str(base))
-    mutation(tree.getroot())
-    out = tmp_path / "model.xml"
-    tree.write(str(out))
-    shutil.copy(base.with_suffix(".bin"), out.with_suffix(".bin"))
-    return out
-
-
 def _openvino_rejects(xml: Path) -> bool:
     try:
         CORE.compile_model(CORE.read_model(str(xml)), "CPU")
@@ -290,7 +281,7 @@ def test_base_is_clean(base):
 @pytest.mark.parametrize("mutation, code, layer_name, openvino_rejects", MUTATIONS,
                          ids=[m[0].__name__ for m in MUTATIONS])
 def test_mutation_is_reported(base, tmp_path, mutation, code, layer_name, openvino_rejects):
-    xml = _mutate(base, tmp_path, mutation)
+    xml = mutated_copy(base, tmp_path, mutation)
     report = irrun.validate(xml)
     hits = [d for d in report.diagnostics if d.code == code]
     assert hits, f"{code} not reported; got:\n" + "\n".join(d.format() for d in report)
@@ -318,7 +309,7 @@ def test_every_defect_in_one_run(base, tmp_path):
         declared_precision(root)
         unknown_attribute(root)
         broadcast_failure(root)
-    report = irrun.validate(_mutate(base, tmp_path, several))
+    report = irrun.validate(mutated_copy(base, tmp_path, several))
     assert {"E-DECLARED-SHAPE", "E-DECLARED-TYPE", "W-ATTR-UNKNOWN", "E-SHAPE"} <= set(report.codes())
 
 
@@ -326,7 +317,7 @@ def test_sorted_by_line_and_json_fields(base, tmp_path):
     def several(root):
         declared_dims(root)
         declared_precision(root)
-    report = irrun.validate(_mutate(base, tmp_path, several))
+    report = irrun.validate(mutated_copy(base, tmp_path, several))
     lines = [d.line for d in report.diagnostics]
     assert lines == sorted(lines)
     doc = report.diagnostics[0].to_json()
