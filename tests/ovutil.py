@@ -26,6 +26,16 @@ CPU_F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 CPU_F32_EXACT = {**CPU_F32, "KV_CACHE_PRECISION": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 
 
+def compile_cpu(model: "ov.Model | Path | str", config: dict | None = None) -> ov.CompiledModel:
+    """The one way a test compiles for OpenVINO's CPU plugin: always at f32 inference precision.
+    Without the hint a CPU with bf16/AMX computes in bf16 (tests/test_oracle.py checks that no test
+    module compiles any other way).  `model`: an ov.Model or the path of an IR; `config` adds
+    properties (the precision hint cannot be overridden)."""
+    if not isinstance(model, ov.Model):
+        model = _CORE.read_model(str(model))
+    return _CORE.compile_model(model, "CPU", {**(config or {}), **CPU_F32})
+
+
 def save(model: ov.Model, path: Path, *, compress: bool = False) -> Path:
     xml = Path(path) / "model.xml" if Path(path).suffix != ".xml" else Path(path)
     ov.save_model(model, str(xml), compress_to_fp16=compress)
@@ -33,7 +43,7 @@ def save(model: ov.Model, path: Path, *, compress: bool = False) -> Path:
 
 
 def run_openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    compiled = _CORE.compile_model(_CORE.read_model(str(xml)), "CPU", CPU_F32)
+    compiled = compile_cpu(xml)
     result = compiled(inputs)
     return [np.asarray(result[out]) for out in compiled.outputs]
 
