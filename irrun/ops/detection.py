@@ -1004,22 +1004,7 @@ class PriorBox(_PriorGrid):
         clip_sides = clip_sides.astype(bool)[None, None, :]
         boxes[..., 0:2] = np.where(clip_sides[..., None], np.maximum(boxes[..., 0:2], 0), boxes[..., 0:2])
         boxes[..., 2:4] = np.where(clip_sides[..., None], np.minimum(boxes[..., 2:4], 1), boxes[..., 2:4])
-        flat = _cut_to(boxes.reshape(-1).astype(np.float32), 4 * h * w * self.number_of_priors())
-        if a.clip:
-            flat = np.clip(flat, np.float32(0), np.float32(1))
-        return np.stack([flat, _variance_row(a.variance, flat.size // 4)])
-
-
-def _cut_to(stream: np.ndarray, size: int) -> np.ndarray:
-    """OpenVINO's PriorBox kernel writes its boxes cell after cell, as many per cell as the
-    attributes give, into an output sized by `number_of_priors`, which can count otherwise: with
-    scale_all_sizes=false it leaves out the max_size boxes, with more max_size than min_size values
-    it counts boxes the kernel never writes.  The output is the first `size` values of that stream
-    (cells run into each other); a stream that falls short leaves the rest unwritten, 0 here (the
-    reference's folded constant; the CPU plugin leaves garbage)."""
-    if stream.size >= size:
-        return stream[:size]
-    return np.concatenate([stream, np.zeros(size - stream.size, np.float32)])
+        return _prior_output(boxes, 4 * h * w * self.number_of_priors(), a.clip, a.variance)
 
 
 @register("PriorBoxClustered", 1)
@@ -1047,22 +1032,23 @@ class PriorBoxClustered(_PriorGrid):
         boxes = np.stack(np.broadcast_arrays((cx - half_w) / np.float32(image_w), (cy - half_h) / np.float32(image_h),
                                              (cx + half_w) / np.float32(image_w), (cy + half_h) / np.float32(image_h)),
                          axis=-1)
-        flat = _cut_to(boxes.reshape(-1).astype(np.float32), 4 * h * w * self.number_of_priors())
-        if a.clip:
-            flat = np.clip(flat, np.float32(0), np.float32(1))
-        return np.stack([flat, _variance_row(a.variance, flat.size // 4)])
+        return _prior_output(boxes, 4 * h * w * self.number_of_priors(), a.clip, a.variance)
 
 
-def _cut_to(stream: np.ndarray, size: int) -> np.ndarray:
-    """OpenVINO's PriorBox kernel writes its boxes cell after cell, as many per cell as the
+def _prior_output(boxes: np.ndarray, size: int, clip: bool, variance) -> np.ndarray:
+    """The [2, size] output: the boxes, clipped to [0, 1] with `clip`, over their variances.
+
+    OpenVINO's PriorBox kernel writes its boxes cell after cell, as many per cell as the
     attributes give, into an output sized by `number_of_priors`, which can count otherwise: with
     scale_all_sizes=false it leaves out the max_size boxes, with more max_size than min_size values
     it counts boxes the kernel never writes.  The output is the first `size` values of that stream
-    (cells run into each other); a stream that falls short leaves the rest unwritten, 0 here (the
-    reference's folded constant; the CPU plugin leaves garbage)."""
-    if stream.size >= size:
-        return stream[:size]
-    return np.concatenate([stream, np.zeros(size - stream.size, np.float32)])
+    (cells run into each other); a stream that falls short leaves the rest unwritten (uninitialised
+    memory in OpenVINO), 0 here."""
+    stream = boxes.reshape(-1).astype(np.float32)
+    flat = stream[:size] if stream.size >= size else np.concatenate([stream, np.zeros(size - stream.size, np.float32)])
+    if clip:
+        flat = np.clip(flat, np.float32(0), np.float32(1))
+    return np.stack([flat, _variance_row(variance, flat.size // 4)])
 
 
 # ---------------------------------------------------------------- Proposal
