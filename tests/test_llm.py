@@ -25,7 +25,7 @@ import pytest
 from openvino.utils.node_factory import NodeFactory
 
 from greedy_decoding import decode, decode_seq2seq, openvino_step
-from ovutil import CPU_F32, CPU_F32_EXACT, assert_close, run_openvino
+from ovutil import CPU_F32, CPU_F32_EXACT, assert_close, compile_cpu, run_openvino
 import irrun
 
 EXPORTED = Path(__file__).resolve().parent / "models" / "exported"
@@ -141,7 +141,7 @@ def test_state_and_reset_state_follow_openvino():
     decodes the same ids again; without it, both read the next call as a continuation."""
     stem = "llama.fp32"
     xml = EXPORTED / f"{stem}.xml"
-    compiled = _core.compile_model(str(xml), "CPU", CPU_F32_EXACT)
+    compiled = compile_cpu(xml, CPU_F32_EXACT)
     request = compiled.create_infer_request()
     request.reset_state()
     ov_step = lambda feeds: request.infer(feeds)[compiled.outputs[0]].copy()  # noqa: E731
@@ -211,7 +211,7 @@ def evaluate_fake_quantize_reference(model: ov.Model, inputs: list[np.ndarray]) 
             params = [ov.op.Parameter(ov.Type(a.dtype), ov.PartialShape(list(a.shape))) for a in args]
             node = NodeFactory(op.get_type_info().version_id).create(kind, [p.output(0) for p in params],
                                                                     op.get_attributes())
-            compiled = _core.compile_model(ov.Model(node.outputs(), params), "CPU", CPU_F32)
+            compiled = compile_cpu(ov.Model(node.outputs(), params))
             result = compiled(args)
             outputs = [np.asarray(result[o]) for o in compiled.outputs]
         for port, value in zip(op.outputs(), outputs):
