@@ -58,6 +58,54 @@ def evaluate_reference(model: ov.Model, inputs: list[np.ndarray]) -> list[np.nda
     return [t.data.copy() for t in out_tensors]
 
 
+def evaluate_without_lpt(model: ov.Model, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """OpenVINO without its low-precision (integer) execution, for FakeQuantize (int8) models: the
+    model op by op, FakeQuantize by OpenVINO's reference implementation (Node.evaluate) and every
+    other op alone on the CPU plugin at f32, where nothing can fuse it into an integer kernel;
+    constant inputs stay constants (an op's shape may depend on them).  (ov.Model.evaluate cannot
+    run such a model whole: the core has no Convolution evaluator, and Node.evaluate of MaxPool-14
+    crashes.)"""
+    from openvino.utils.node_factory import NodeFactory
+    values, constant = {}, set()
+    for parameter, array in zip(model.get_parameters(), inputs):
+        values[parameter.output(0)] = np.asarray(array)
+    results = []
+    for op in model.get_ordered_ops():
+        kind = op.get_type_name()
+        if kind == "Parameter":
+            continue
+        sources = [i.get_source_output() for i in op.inputs()]
+        args = [values[s] for s in sources]
+        if kind == "Result":
+            results.append(args[0])
+            continue
+        if kind == "Constant":
+            values[op.output(0)] = op.get_data().copy()
+            constant.add(op.output(0))
+            continue
+        if kind == "FakeQuantize":
+            out = [ov.Tensor(o.get_element_type(), ov.Shape([])) for o in op.outputs()]
+            assert op.evaluate(out, [ov.Tensor(np.require(a, requirements="C")) for a in args])
+            outputs = [t.data.copy() for t in out]
+        else:
+            params, feeds, nodes = [], [], []
+            for source, a in zip(sources, args):
+                if source in constant:
+                    nodes.append(ov.op.Constant(np.require(a, requirements="C")).output(0))
+                    continue
+                p = ov.op.Parameter(ov.Type(a.dtype), ov.PartialShape(list(a.shape)))
+                params.append(p)
+                feeds.append(a)
+                nodes.append(p.output(0))
+            node = NodeFactory(op.get_type_info().version_id).create(kind, nodes, op.get_attributes())
+            compiled = compile_cpu(ov.Model(node.outputs(), params))
+            result = compiled(feeds)
+            outputs = [np.asarray(result[o]) for o in compiled.outputs]
+        for port, value in zip(op.outputs(), outputs):
+            values[port] = value
+    return results
+
+
 def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol=1e-4, atol=1e-5, what="output"):
     expected = np.asarray(expected)
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != OpenVINO {expected.dtype}"
