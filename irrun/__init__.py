@@ -4,9 +4,11 @@ from .errors import (InputError, IrrunError, ModelError, ResourceLimitError, Sha
 from .extraction import extract
 from .model import Model, PortInfo, Report, load, validate
 from .fix import RepairReport, repair
+from .results import Results
 
 __version__ = "0.1.0"
 
-__all__ = ["load", "validate", "repair", "extract", "Model", "PortInfo", "Report", "RepairReport", "IrrunError", "ModelError",
+__all__ = ["load", "validate", "repair", "extract", "Model", "PortInfo", "Report", "RepairReport", "Results",
+           "IrrunError", "ModelError",
            "InputError", "ShapeError", "UnreadableFileError", "UnsupportedError", "UsageError",
            "ResourceLimitError", "__version__"]

@@ -1,10 +1,13 @@
-"""Array files: reading `.npy` / `.npz` safely and writing any file atomically.
+"""Array files: reading `.npy` / `.npz` safely, writing any file atomically, and putting a
+model's outputs where the user says (a `.npz`, a `.npy`, a directory of `.npy`, stdout).
 
 Everything irrun reads from or writes to array files goes through here: the CLI's
 `--input`, reference tensors, batch samples, dumps and results.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import tempfile
 import zipfile
@@ -14,7 +17,7 @@ from typing import IO, Iterator
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, UsageError
 
 
 def load_array_file(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
@@ -75,3 +78,74 @@ def save_npz(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
 def save_npy(path: str | Path, array: np.ndarray) -> None:
     with atomic_write(path) as f:
         np.save(f, array, allow_pickle=False)
+
+
+# ---------------------------------------------------------------- where outputs go
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+_NAME_BYTES = 240     # of a file name (255 on most file systems), with room for ".npy"
+
+
+def output_file_name(name: str) -> str:
+    """The `.npy` file an output named `name` gets in a directory of outputs: every character but
+    ASCII letters, digits, `.`, `_` and `-` (and a leading `.`) written as `%XX` per UTF-8 byte, so
+    `logits/0:1` becomes `logits%2F0%3A1.npy`: a plain file name on every file system, and distinct
+    names stay distinct (`%` itself is escaped).  A name too long for a file name is cut and ends
+    in a hash of the whole name."""
+    encoded = "".join(c if c in _SAFE and not (i == 0 and c == ".") else
+                      "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+                      for i, c in enumerate(name)) or "%00"
+    if len(encoded) > _NAME_BYTES:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        encoded = f"{encoded[:_NAME_BYTES - 17]}~{digest}"
+    return encoded + ".npy"
+
+
+def output_target_kind(target: str) -> str:
+    """How `--output TARGET` is read: "stdout" (`-`), "npz", "npy", or "dir" (an existing
+    directory, a path ending in a separator, or a path without a suffix)."""
+    if target == "-":
+        return "stdout"
+    path = Path(target)
+    if path.is_dir() or target.endswith(("/", os.sep)) or not path.suffix:
+        return "dir"
+    suffix = path.suffix.lower()
+    if suffix in (".npz", ".npy"):
+        return suffix[1:]
+    raise UsageError(f"--output {target}: use NAME.npz (every output), NAME.npy (a model with one output), "
+                     f"a directory (one .npy per output) or - (.npz to stdout)")
+
+
+def save_outputs(target: str, arrays: dict[str, np.ndarray], stdout: IO[bytes] | None = None) -> list[str]:
+    """Write a model's outputs where `target` says (see `output_target_kind`), every file atomically;
+    returns the files written (`["-"]` for stdout)."""
+    kind = output_target_kind(target)
+    if kind == "stdout":
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        stdout.write(buffer.getvalue())
+        stdout.flush()
+        return ["-"]
+    if kind == "npz":
+        save_npz(target, arrays)
+        return [target]
+    if kind == "npy":
+        if len(arrays) != 1:
+            raise UsageError(f"--output {target}: a .npy file holds one array and the model has {len(arrays)} "
+                             f"outputs ({', '.join(arrays)}); use a .npz file or a directory")
+        save_npy(target, next(iter(arrays.values())))
+        return [target]
+    folder = Path(target)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--output {target}: exists and is not a directory")
+    files = {name: output_file_name(name) for name in arrays}
+    seen: dict[str, str] = {}
+    for name, file in files.items():
+        other = seen.setdefault(file.casefold(), name)
+        if other != name:   # only letter case tells them apart: one file on Windows and macOS
+            raise UsageError(f"--output {target}: outputs {other!r} and {name!r} differ only in letter case; "
+                             f"use a .npz file")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, array in arrays.items():
+        save_npy(folder / files[name], array)
+    return [str(folder / files[name]) for name in arrays]

@@ -43,6 +43,15 @@ class ElementType:
     def is_integral(self) -> bool:
         return self.kind in ("int", "uint")
 
+    @property
+    def value_range(self) -> tuple[int, int] | None:
+        """(lowest, highest) value of an integer type, sub-byte ones included (i4: -8..7, u1: 0..1)."""
+        if self.kind == "int":
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        if self.kind == "uint":
+            return 0, (1 << self.bits) - 1
+        return None
+
     def nbytes(self, count: int) -> int:
         """Bytes that `count` packed elements occupy in a `.bin`."""
         if self.name == "u3":

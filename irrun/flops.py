@@ -114,8 +114,6 @@ def macs(layer: Layer, input_shapes: Sequence, output_shapes: Sequence) -> int |
     Sub-graph ops need their bodies: see `layer_macs`.
     """
     op = layer.op_type
-    if op is None and layer.type == "GroupedMatMul":   # opset17, which irrun does not read yet
-        op = "GroupedMatMul"
     if op is None or op in _NOT_MODELLED or op in _SUBGRAPH:
         return None
     out = _get(output_shapes, 0)

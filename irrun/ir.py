@@ -1038,6 +1038,29 @@ def _parse_fast(data: bytes, reader: _Reader):
     return root, layers, edges
 
 
+_UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+
+
+def _looks_like_xml(data: bytes) -> bool:
+    """XML text begins with "<" (after a byte-order mark and white space); a UTF-16/32 file is left
+    to the parser."""
+    if data.startswith(_UTF16_32_BOMS):
+        return True
+    return data.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n").startswith(b"<")
+
+
+def _not_an_ir_message(path: Path) -> str:
+    """What a user who passed some other file (the .bin, an array, an ONNX model) needs to hear."""
+    hint = ""
+    if path.suffix.lower() == ".bin" and path.with_suffix(".xml").is_file():
+        hint = f": {path.name} holds the weights; pass {path.with_suffix('.xml').name}, the IR beside it"
+    elif path.suffix.lower() in (".npy", ".npz"):
+        hint = ": it is an array file (pass arrays with --input)"
+    elif path.suffix.lower() == ".onnx":
+        hint = ": it is an ONNX model (convert it with `ovc` or `openvino.convert_model` first)"
+    return f"not an OpenVINO IR .xml file (it does not begin with an XML tag){hint}"
+
+
 def parse_document(path: str | Path) -> IRDocument:
     """Parse one `.xml`; raises only `UnreadableFileError` (not XML, not an IR)."""
     path = Path(path)
@@ -1045,6 +1068,8 @@ def parse_document(path: str | Path) -> IRDocument:
     file = str(path)
     if not data.strip():
         raise UnreadableFileError("file is empty", file=file)
+    if not _looks_like_xml(data):
+        raise UnreadableFileError(_not_an_ir_message(path), file=file, code="E-NOT-XML")
     if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
         # Refused before parsing: no entity is ever declared, let alone expanded.
         raise UnreadableFileError("has a <!DOCTYPE> or <!ENTITY> declaration; IR files have none and irrun "

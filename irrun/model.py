@@ -22,6 +22,7 @@ from .executor import Plan
 from .ir import IRDocument, Layer, parse_document, v10_interface_type
 from .precision import check_precision, prepare
 from .registry import TensorType
+from .results import Results
 from .shapes import Dim, Shape, format_shape
 from .threads import set_threads, threads as current_threads
 from .weights import Weights
@@ -254,13 +255,16 @@ class Model:
             array = _string_array(info.name, array, file)
         elif array.dtype == object or want is None:
             raise InputError(f"input {info.name!r}: arrays of {array.dtype} are not supported", file=file)
-        elif array.dtype != want:
+        elif array.dtype != want or (etype.is_integral and etype.bits < 8 * want.itemsize):
             # Like OpenVINO's Python API, convert where no value class changes
-            # (f64 -> f32, int -> float); refuse float -> int and the like.
-            if not np.can_cast(array.dtype, want, casting="same_kind"):
+            # (f64 -> f32, int -> float, any integer -> any integer type that holds its values);
+            # refuse float -> int and the like.
+            if not np.can_cast(array.dtype, want, casting="same_kind") and \
+                    not (etype.is_integral and array.dtype.kind in "iub"):
                 raise InputError(f"input {info.name!r} expects {etype} ({want}), got {array.dtype}; irrun does "
                                  f"not convert where values would change class (convert it explicitly)",
                                  file=file)
+            _check_integer_range(info.name, etype, array, file)
             array = array.astype(want)
         shape = info.shape
         if shape is not None:
@@ -273,8 +277,9 @@ class Model:
                                      f"{list(array.shape)} (dim {i}: {n} is not {d})", file=file)
         return array
 
-    def infer(self, inputs: Any, *, profile: list | None = None) -> dict[str, np.ndarray]:
-        """Run the model.  `inputs`: dict by name, list in input order, or one array.
+    def infer(self, inputs: Any, *, profile: list | None = None) -> Results:
+        """Run the model.  `inputs`: dict by name, list in input order, or one array.  The result maps
+        output names to arrays in output order; `result[0]` is the first output (irrun/results.py).
 
         With `profile=[]`, (layer, seconds) is appended to it for every layer run.
         """
@@ -290,7 +295,7 @@ class Model:
             context.state.update(context.assigned)
         finally:
             context.assigned.clear()
-        out = {}
+        out = Results()
         for info, value in zip(self.outputs, values):
             value = self._execution.output(value, info.element_type)
             if value.base is not None or not value.flags.writeable or \
@@ -335,6 +340,21 @@ class Model:
         See `irrun.extract`."""
         from .extraction import extract
         return extract(self, path, outputs=outputs, inputs=inputs, force=force)
+
+
+def _check_integer_range(name: str, etype: ElementType, array: np.ndarray, file: str) -> None:
+    """Integer values that the input's type cannot hold (300 for u8, 8 for i4, 2 for u1) are refused:
+    converting would wrap them silently."""
+    bounds = etype.value_range
+    if bounds is None or array.dtype.kind not in "iub" or not array.size:
+        return
+    low, high = bounds
+    if array.dtype.kind != "b" and (array.min() < low or array.max() > high):
+        bad = np.flatnonzero((array < low) | (array > high))
+        where = np.unravel_index(bad[0], array.shape)
+        raise InputError(f"input {name!r} is {etype}, which holds {low}..{high}; got {array[where]} at index "
+                         f"{list(map(int, where))} ({len(bad)} value{'s' if len(bad) != 1 else ''} out of range)",
+                         file=file)
 
 
 def _string_array(name: str, array: np.ndarray, file: str) -> np.ndarray:

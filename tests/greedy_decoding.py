@@ -17,9 +17,9 @@ Step = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 def openvino_step(xml: Path, config: dict) -> Step:
     """A fresh InferRequest of `xml` compiled for OpenVINO's CPU with `config`, state reset."""
-    import openvino as ov
+    from ovutil import compile_cpu
 
-    compiled = ov.Core().compile_model(str(xml), "CPU", config)
+    compiled = compile_cpu(xml, config)
     request = compiled.create_infer_request()
     request.reset_state()
     return lambda feeds: request.infer(feeds)[compiled.outputs[0]].copy()

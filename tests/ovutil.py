@@ -26,6 +26,16 @@ CPU_F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 CPU_F32_EXACT = {**CPU_F32, "KV_CACHE_PRECISION": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 
 
+def compile_cpu(model: "ov.Model | Path | str", config: dict | None = None) -> ov.CompiledModel:
+    """The one way a test compiles for OpenVINO's CPU plugin: always at f32 inference precision.
+    Without the hint a CPU with bf16/AMX computes in bf16 (tests/test_oracle.py checks that no test
+    module compiles any other way).  `model`: an ov.Model or the path of an IR; `config` adds
+    properties (the precision hint cannot be overridden)."""
+    if not isinstance(model, ov.Model):
+        model = _CORE.read_model(str(model))
+    return _CORE.compile_model(model, "CPU", {**(config or {}), **CPU_F32})
+
+
 def save(model: ov.Model, path: Path, *, compress: bool = False) -> Path:
     xml = Path(path) / "model.xml" if Path(path).suffix != ".xml" else Path(path)
     ov.save_model(model, str(xml), compress_to_fp16=compress)
@@ -33,7 +43,7 @@ def save(model: ov.Model, path: Path, *, compress: bool = False) -> Path:
 
 
 def run_openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    compiled = _CORE.compile_model(_CORE.read_model(str(xml)), "CPU", CPU_F32)
+    compiled = compile_cpu(xml)
     result = compiled(inputs)
     return [np.asarray(result[out]) for out in compiled.outputs]
 
@@ -46,6 +56,54 @@ def evaluate_reference(model: ov.Model, inputs: list[np.ndarray]) -> list[np.nda
     out_tensors = [ov.Tensor(o.get_element_type(), ov.Shape([])) for o in model.outputs]
     assert model.evaluate(out_tensors, in_tensors)
     return [t.data.copy() for t in out_tensors]
+
+
+def evaluate_without_lpt(model: ov.Model, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """OpenVINO without its low-precision (integer) execution, for FakeQuantize (int8) models: the
+    model op by op, FakeQuantize by OpenVINO's reference implementation (Node.evaluate) and every
+    other op alone on the CPU plugin at f32, where nothing can fuse it into an integer kernel;
+    constant inputs stay constants (an op's shape may depend on them).  (ov.Model.evaluate cannot
+    run such a model whole: the core has no Convolution evaluator, and Node.evaluate of MaxPool-14
+    crashes.)"""
+    from openvino.utils.node_factory import NodeFactory
+    values, constant = {}, set()
+    for parameter, array in zip(model.get_parameters(), inputs):
+        values[parameter.output(0)] = np.asarray(array)
+    results = []
+    for op in model.get_ordered_ops():
+        kind = op.get_type_name()
+        if kind == "Parameter":
+            continue
+        sources = [i.get_source_output() for i in op.inputs()]
+        args = [values[s] for s in sources]
+        if kind == "Result":
+            results.append(args[0])
+            continue
+        if kind == "Constant":
+            values[op.output(0)] = op.get_data().copy()
+            constant.add(op.output(0))
+            continue
+        if kind == "FakeQuantize":
+            out = [ov.Tensor(o.get_element_type(), ov.Shape([])) for o in op.outputs()]
+            assert op.evaluate(out, [ov.Tensor(np.require(a, requirements="C")) for a in args])
+            outputs = [t.data.copy() for t in out]
+        else:
+            params, feeds, nodes = [], [], []
+            for source, a in zip(sources, args):
+                if source in constant:
+                    nodes.append(ov.op.Constant(np.require(a, requirements="C")).output(0))
+                    continue
+                p = ov.op.Parameter(ov.Type(a.dtype), ov.PartialShape(list(a.shape)))
+                params.append(p)
+                feeds.append(a)
+                nodes.append(p.output(0))
+            node = NodeFactory(op.get_type_info().version_id).create(kind, nodes, op.get_attributes())
+            compiled = compile_cpu(ov.Model(node.outputs(), params))
+            result = compiled(feeds)
+            outputs = [np.asarray(result[o]) for o in compiled.outputs]
+        for port, value in zip(op.outputs(), outputs):
+            values[port] = value
+    return results
 
 
 def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol=1e-4, atol=1e-5, what="output"):

@@ -155,3 +155,100 @@ def test_outputs_never_alias_inputs_or_weights(tmp_path):
     out["x"][0] = 99
     out["w"][0] = 99
     assert x[0] == 1 and m.infer(x)["w"][0] == 5
+
+
+# ---------------------------------------------------------------- results by position
+
+def two_output_model(tmp_path):
+    import openvino as ov
+    import openvino.opset1 as ops1
+    x = ops1.parameter([2, 3], np.float32, name="x")
+    relu, neg = ops1.relu(x), ops1.negative(x)
+    relu.output(0).get_tensor().set_names({"scores/relu"})
+    neg.output(0).get_tensor().set_names({"scores:neg"})
+    xml = tmp_path / "two.xml"
+    ov.save_model(ov.Model([relu, neg], [x]), str(xml))
+    return xml
+
+
+def test_results_by_position_like_openvino(tmp_path):
+    xml = two_output_model(tmp_path)
+    x = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+    got = irrun.load(xml).infer([x])
+    expected = run_openvino(xml, [x])                  # OpenVINO: result[0], result[1] are the outputs in order
+    assert isinstance(got, dict) and isinstance(got, irrun.Results)
+    assert list(got) == list(got.keys()) == ["scores/relu", "scores:neg"]
+    for i, name in enumerate(got):
+        assert got[i] is got[name] and got[i - 2] is got[name] and got[np.int64(i)] is got[name]
+        assert_close(got[i], expected[i])
+    assert got.get(5) is None and got.get(1) is got["scores:neg"] and got.get("nope", 0) == 0
+    with pytest.raises(IndexError, match=r"output index 2 is out of range: the model has 2 outputs"):
+        got[2]
+    with pytest.raises(KeyError):
+        got["nope"]
+    with pytest.raises(KeyError):
+        got[True]                                       # a bool is not a position
+    assert len(got) == 2 and [v.shape for v in got.values()] == [(2, 3), (2, 3)]
+
+
+# ---------------------------------------------------------------- integer inputs out of their type's range
+
+def sub_byte_model(tmp_path, etype: str):
+    import openvino as ov
+    import openvino.opset1 as ops1
+    p = ov.op.Parameter(getattr(ov.Type, etype), ov.PartialShape([4]))
+    xml = tmp_path / f"{etype}.xml"
+    ov.save_model(ov.Model([ops1.convert(p, np.int32)], [p]), str(xml))
+    return xml
+
+
+@pytest.mark.parametrize("etype, good", [("u4", [1, 15, 3, 9]), ("i4", [-8, 7, -1, 2])])
+def test_sub_byte_inputs_in_range_match_openvino(etype, good, tmp_path):
+    """OpenVINO takes u4/i4 inputs as packed tensors (two values a byte, low nibble first)."""
+    import openvino as ov
+    xml = sub_byte_model(tmp_path, etype)
+    tensor = ov.Tensor(getattr(ov.Type, etype), ov.Shape([4]))
+    nibbles = np.array(good) & 0xF
+    tensor.data[:] = (nibbles[0::2] | (nibbles[1::2] << 4)).astype(tensor.data.dtype)
+    (expected,) = run_openvino(xml, [tensor])
+    for given in (np.array(good, np.int64), np.array(good, np.int8)):
+        assert irrun.load(xml).infer([given])[0].tolist() == expected.tolist() == good
+
+
+@pytest.mark.parametrize("etype, bad, message", [
+    ("u4", [1, 16, 3, 9], r"is u4, which holds 0\.\.15; got 16 at index \[1\]"),
+    ("u4", [1, -1, 3, 9], r"holds 0\.\.15; got -1"),
+    ("i4", [-9, 0, 8, 1], r"is i4, which holds -8\.\.7; got -9 at index \[0\] \(2 values out of range\)"),
+    ("u2", [0, 1, 2, 4], r"is u2, which holds 0\.\.3; got 4"),
+    ("u1", [0, 1, 2, 1], r"is u1, which holds 0\.\.1; got 2"),
+    ("u8", [0, 256, 1, 1], r"is u8, which holds 0\.\.255; got 256"),
+    ("i32", [0, 2**31, 1, 1], r"is i32, which holds -2147483648\.\.2147483647"),
+])
+def test_integer_inputs_outside_their_type_are_refused(etype, bad, message, tmp_path):
+    """Converting would wrap them silently (16 as u4 is 0, 256 as u8 is 0)."""
+    m = irrun.load(sub_byte_model(tmp_path, etype))
+    with pytest.raises(irrun.InputError, match=message):
+        m.infer([np.array(bad, np.int64)])
+    if etype in ("u4", "u2", "u1"):   # also when the array already has the carrier's dtype
+        with pytest.raises(irrun.InputError, match=message.split(";")[0]):
+            m.infer([np.array(bad, np.int64).astype(np.uint8)]) if min(bad) >= 0 else m.infer([np.array(bad)])
+
+
+# ---------------------------------------------------------------- not an IR
+
+def test_load_and_validate_of_the_bin_say_it_is_not_an_ir():
+    report = irrun.validate(DIGITS / "model.bin")
+    assert report.unreadable and report.codes() == ["E-NOT-XML"]
+    assert "pass model.xml" in report.errors[0].message
+    with pytest.raises(irrun.UnreadableFileError, match="not an OpenVINO IR .xml file") as info:
+        irrun.load(DIGITS / "model.bin")
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize("prefix", [b"", b"\xef\xbb\xbf"], ids=["plain", "bom"])
+def test_xml_with_a_byte_order_mark_is_still_xml(prefix, tmp_path):
+    path = tmp_path / "model.xml"
+    path.write_bytes(prefix + relu_model().encode())
+    assert irrun.validate(path).ok
+    path.write_bytes(prefix + b"  \n" + relu_model().encode())   # XML, but the declaration must come first
+    assert irrun.validate(path).codes() == ["E-XML-SYNTAX"]

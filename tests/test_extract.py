@@ -14,7 +14,7 @@ import numpy as np
 import openvino as ov
 import pytest
 from click.testing import CliRunner
-from ovutil import CPU_F32, assert_close, run_openvino, save
+from ovutil import assert_close, compile_cpu, run_openvino, save
 
 import irrun
 from irrun.cli import cli
@@ -34,7 +34,7 @@ def full_model_tensors(xml: Path, feeds: list[np.ndarray], keys: list[str]) -> l
         ports.append(by_name[name].output(index))
     added = model.add_outputs(ports)   # (a port that is an output already gives that output)
     at = [next(k for k, o in enumerate(model.outputs) if o.get_node() == a.get_node()) for a in added]
-    compiled = CORE.compile_model(model, "CPU", CPU_F32)
+    compiled = compile_cpu(model)
     result = compiled(feeds)
     return [np.asarray(result[compiled.outputs[k]]) for k in at]
 

@@ -71,7 +71,7 @@ def stateful_model() -> ov.Model:
 
 
 def grouped_matmul_model() -> ov.Model:
-    """GroupedMatMul is opset 17, which irrun does not read yet: `info` must still describe it."""
+    """A mixture-of-experts layer: GroupedMatMul (opset 17)."""
     a = param([8, 16], name="a")
     b = ops1.constant(RNG.random((4, 32, 16)).astype(np.float32))
     y = ops17.grouped_matmul(a, b, ops1.constant(np.array([2, 4, 6, 8], np.int64)))
@@ -161,24 +161,36 @@ def test_variables(tmp_path):
     assert "cache: [?,4] f32" in run("info", xml).output
 
 
-def test_info_describes_what_irrun_cannot_run(tmp_path):
+def test_info_of_an_opset17_model(tmp_path):
     xml = save(grouped_matmul_model(), tmp_path / "moe.xml")
+    assert irrun.load(xml).infer([np.ones((8, 16), np.float32)])[0].shape == (8, 32)
+    info = json.loads(run("info", xml, "--format", "json").output)
+    gmm = next(l for l in info["layers"] if l["type"] == "GroupedMatMul")
+    assert gmm["outputs"] == [{"shape": [8, 32], "element_type": "f32"}] and not gmm["declared_only"]
+    assert gmm["macs"] == 8 * 32 * 16
+    assert info["diagnostics"]["errors"] == 0 and info["opsets"]["opset17"] == 1
+
+
+def test_info_describes_what_irrun_cannot_run(tmp_path):
+    """A custom op (an extension OpenVINO itself would need a plugin for): `info` still describes the
+    model, with the layer's declared types."""
+    xml = save(grouped_matmul_model(), tmp_path / "moe.xml")
+    xml.write_text(xml.read_text().replace('type="GroupedMatMul" version="opset17"', 'type="MoeGemm" version="extension"'))
     with pytest.raises(irrun.IrrunError):
         irrun.load(xml)
     r = run("info", xml, "--format", "json")
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
-    gmm = next(l for l in info["layers"] if l["type"] == "GroupedMatMul")
-    assert gmm["outputs"] == [{"shape": [8, 32], "element_type": "f32"}] and gmm["declared_only"]
-    assert gmm["macs"] == 8 * 32 * 16
-    assert info["diagnostics"]["errors"] >= 1 and "GroupedMatMul" in info["diagnostics"]["first_error"]
-    assert info["opsets"]["opset17"] == 1
+    gemm = next(l for l in info["layers"] if l["type"] == "MoeGemm")
+    assert gemm["outputs"] == [{"shape": [8, 32], "element_type": "f32"}] and gemm["declared_only"]
+    assert info["diagnostics"]["errors"] >= 1 and "MoeGemm" in info["diagnostics"]["first_error"]
     r = run("info", xml)
-    assert r.exit_code == 0 and "problems: " in r.output and "GroupedMatMul" in r.output
+    assert r.exit_code == 0 and "problems: " in r.output and "MoeGemm" in r.output
 
 
 @pytest.mark.parametrize("content, message", [
-    ("hello", "not well-formed XML"),
+    ("hello", "not an OpenVINO IR .xml file"),
+    ("<net", "not well-formed XML"),
     ('<?xml version="1.0"?><html></html>', "expected <net>"),
 ])
 def test_info_and_graph_of_a_non_ir_file(tmp_path, content, message):

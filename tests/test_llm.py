@@ -22,10 +22,9 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 import pytest
-from openvino.utils.node_factory import NodeFactory
 
 from greedy_decoding import decode, decode_seq2seq, openvino_step
-from ovutil import CPU_F32, CPU_F32_EXACT, assert_close, run_openvino
+from ovutil import CPU_F32, CPU_F32_EXACT, assert_close, compile_cpu, evaluate_without_lpt, run_openvino
 import irrun
 
 EXPORTED = Path(__file__).resolve().parent / "models" / "exported"
@@ -141,7 +140,7 @@ def test_state_and_reset_state_follow_openvino():
     decodes the same ids again; without it, both read the next call as a continuation."""
     stem = "llama.fp32"
     xml = EXPORTED / f"{stem}.xml"
-    compiled = _core.compile_model(str(xml), "CPU", CPU_F32_EXACT)
+    compiled = compile_cpu(xml, CPU_F32_EXACT)
     request = compiled.create_infer_request()
     request.reset_state()
     ov_step = lambda feeds: request.infer(feeds)[compiled.outputs[0]].copy()  # noqa: E731
@@ -183,42 +182,6 @@ def test_beam_idx_reorders_the_cache():
 
 
 # ------------------------------------------------------------------ NNCF post-training int8 CNN
-def evaluate_fake_quantize_reference(model: ov.Model, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """OpenVINO without its low-precision (integer) execution: the model op by op, FakeQuantize by
-    OpenVINO's reference implementation (Node.evaluate) and every other op alone on the CPU plugin
-    at f32, where nothing can fuse it into an integer kernel.  (ov.Model.evaluate cannot run the
-    model whole: the core has no Convolution evaluator, and Node.evaluate of MaxPool-14 crashes.)"""
-    values = {}
-    for param, array in zip(model.get_parameters(), inputs):
-        values[param.output(0)] = np.asarray(array)
-    results = []
-    for op in model.get_ordered_ops():
-        kind = op.get_type_name()
-        if kind == "Parameter":
-            continue
-        args = [values[i.get_source_output()] for i in op.inputs()]
-        if kind == "Result":
-            results.append(args[0])
-            continue
-        if kind == "Constant":
-            values[op.output(0)] = op.get_data().copy()
-            continue
-        if kind == "FakeQuantize":
-            out = [ov.Tensor(o.get_element_type(), ov.Shape([])) for o in op.outputs()]
-            assert op.evaluate(out, [ov.Tensor(np.require(a, requirements="C")) for a in args])
-            outputs = [t.data.copy() for t in out]
-        else:
-            params = [ov.op.Parameter(ov.Type(a.dtype), ov.PartialShape(list(a.shape))) for a in args]
-            node = NodeFactory(op.get_type_info().version_id).create(kind, [p.output(0) for p in params],
-                                                                    op.get_attributes())
-            compiled = _core.compile_model(ov.Model(node.outputs(), params), "CPU", CPU_F32)
-            result = compiled(args)
-            outputs = [np.asarray(result[o]) for o in compiled.outputs]
-        for port, value in zip(op.outputs(), outputs):
-            values[port] = value
-    return results
-
-
 # One FakeQuantize level flipped in an intermediate tensor (summation order differs between CPUs)
 # moves the output by less than this; the CPU plugin's integer kernels are 3e-3 away.
 FAKE_QUANTIZE_ATOL = 1e-3
@@ -229,7 +192,7 @@ def test_fake_quantized_cnn_matches_float_fake_quantize(capsys):
     model = _core.read_model(str(xml))
     assert sum(op.get_type_name() == "FakeQuantize" for op in model.get_ops()) == 14
     x = example(FAKE_QUANTIZED)["x"]
-    (reference,) = evaluate_fake_quantize_reference(model, [x])
+    (reference,) = evaluate_without_lpt(model, [x])
     (cpu,) = run_openvino(xml, [x])
     (actual,) = irrun.load(xml).infer([x]).values()
     scale = float(np.abs(reference).max())

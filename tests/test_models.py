@@ -13,7 +13,7 @@ import numpy as np
 import openvino as ov
 import pytest
 
-from ovutil import CPU_F32, run_openvino
+from ovutil import compile_cpu, run_openvino
 import irrun
 from irrun.registry import implementation
 from irrun.shapes import Dim
@@ -88,7 +88,7 @@ def first_divergence(xml: Path, feeds: dict[str, np.ndarray], tmp_path: Path) ->
     probe_xml = tmp_path / "probe.xml"
     ov.save_model(model, str(probe_xml), compress_to_fp16=False)
 
-    compiled = _CORE.compile_model(str(probe_xml), "CPU", CPU_F32)
+    compiled = compile_cpu(probe_xml)
     result = compiled([feeds[p.get_any_name()] for p in compiled.inputs])
     expected = {name: np.asarray(result[out]) for out in compiled.outputs for name in out.get_names()}
     m = irrun.load(probe_xml)

@@ -257,6 +257,26 @@ def test_gather_tree_dynamic_shapes_and_fractional_parents(tmp_path):
     compare(model(ops1.gather_tree(*params), params), inputs, tmp_path)
 
 
+@pytest.mark.parametrize("end_token", [8.0, 0.5, 8.64], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gather_tree_fractional_step_ids_are_not_truncated(end_token, dtype, tmp_path):
+    """Step ids are compared with end_token as values: 8.64 is not the end token 8 (truncated, it would
+    be), 0.64 is not 0.5; only 8.64 == 8.64 ends a beam.  Parent ids are truncated (1.7 is beam 1)."""
+    inputs = gather_tree_inputs(dtype, [6, 6, 6])   # full lengths: no end_token padding
+    step_ids = RNG.uniform(0, 10, inputs[0].shape).astype(dtype)
+    step_ids[1, :, :2] = dtype(8.64)
+    step_ids[2, :, 2:] = dtype(0.64)
+    inputs[0], inputs[3] = step_ids, np.array(end_token, dtype)
+    inputs[1] = (inputs[1] + RNG.uniform(0, 0.9, inputs[1].shape)).astype(dtype)
+    params = [param([6, 3, 4], dtype), param([6, 3, 4], dtype), param([3], dtype), param([], dtype)]
+    got = next(iter(compare(model(ops1.gather_tree(*params), params), inputs, tmp_path).values()))
+    ends = got == dtype(end_token)
+    if end_token == 8.64:
+        assert ends.any()           # some beam went through an 8.64: everything after it is 8.64
+    else:
+        assert not ends.any()       # nothing equals the end token, truncated or not
+
+
 def test_gather_tree_by_hand(tmp_path):
     """One batch, 2 beams, 4 steps, end_token 9: each beam's path back through its parents, then 9 from
     its first 9 on."""

@@ -6,6 +6,8 @@ functions against OpenVINO's partial-shape inference, and validate tests.
 Divergences from the op specs are recorded in specs/errata/detection.md.
 """
 
+import itertools
+
 import numpy as np
 import openvino as ov
 import openvino.opset1 as ops1
@@ -19,7 +21,7 @@ from lxml import etree
 
 from ovutil import (
     assert_close, compare, irrun_infer, irrun_infer_all, irrun_outputs, layer_of, openvino_refuses, ov_shape_text,
-    param, run_openvino, save, tensor_type
+    param, replace_in_ir, run_openvino, save, tensor_type
 )
 import irrun
 from irrun.shapes import format_shape
@@ -316,6 +318,108 @@ def test_prior_box(case, version, order, tmp_path):
     make = ops1.prior_box if version == 1 else ops8.prior_box
     m, inputs = prior_model(make, [3, 4], [30, 44], attrs, const=order is False)
     compare(m, inputs, tmp_path, rtol=1e-5, atol=1e-6)
+
+
+def prior_box_grid():
+    """Every combination of min/max sizes, aspect ratios, flip and scale_all_sizes, with clip, step,
+    offset, variance and the op version / min_max_aspect_ratios_order taking turns."""
+    mins = {"1min": [0.25], "2min": [0.2, 0.45]}
+    maxes = {"nomax": [], "max-per-min": "same", "1max": [0.6], "2max": [0.5, 0.7]}
+    ratios = {"noar": [], "ar2": [2.0], "ar2-3": [2.0, 3.0], "ar2-half": [2.0, 0.5]}
+    versions = [(1, None), (8, True), (8, False)]
+    cases = {}
+    for i, (mn, mx, ar, flip, scale_all) in enumerate(itertools.product(mins, maxes, ratios, [False, True],
+                                                                          [True, False])):
+        min_size = mins[mn]
+        max_size = min_size and [m + 0.3 for m in min_size] if maxes[mx] == "same" else maxes[mx]
+        if scale_all:   # sizes in pixels; with scale_all_sizes=false fractions of the image height
+            min_size, max_size = [m * 40 for m in min_size], [m * 40 for m in max_size]
+        attrs = {"min_size": min_size, "max_size": max_size, "aspect_ratio": ratios[ar], "flip": flip,
+                 "scale_all_sizes": scale_all, "clip": i % 3 == 0, "offset": (0.5, 0.3, 0.0)[i % 3],
+                 "step": ((0.0, 8.0, 5.5) if scale_all else (0.0, 0.25, 0.1))[(i // 3) % 3],
+                 "variance": ([], [0.1], [0.1, 0.1, 0.2, 0.2])[i % 3 if i % 2 else 2]}
+        version, order = versions[i % 3]
+        name = f"{mn}-{mx}-{ar}-{'flip' if flip else 'noflip'}-{'all' if scale_all else 'mxnet'}-v{version}"
+        if order is not None:
+            attrs["min_max_aspect_ratios_order"] = order
+            name += "-minmax" if order else "-armax"
+        cases[name] = (version, attrs)
+    return cases
+
+
+PRIOR_BOX_GRID = prior_box_grid()
+
+
+def _kernel_writes_every_prior(attrs) -> bool:
+    """OpenVINO's kernel writes fewer boxes per cell than its shape counts only when scale_all_sizes
+    is true and there are more max_size than min_size values."""
+    return not (attrs["scale_all_sizes"] and len(attrs["max_size"]) > len(attrs["min_size"]))
+
+
+@pytest.mark.parametrize("case", PRIOR_BOX_GRID)
+def test_prior_box_grid(case, tmp_path):
+    """The output holds OpenVINO's number of priors per cell (number_of_priors: with
+    scale_all_sizes=false it leaves out the max_size boxes, which the kernel still writes, so cells
+    run into each other); irrun gives the same values, cut to that size (specs/errata/detection.md).
+    Sizes are Parameters, so the CPU plugin's kernel runs, except for PriorBox-8 with
+    min_max_aspect_ratios_order=false, which it cannot compile so: constant sizes, folded by the
+    reference."""
+    version, attrs = PRIOR_BOX_GRID[case]
+    make = ops1.prior_box if version == 1 else ops8.prior_box
+    folded = attrs.get("min_max_aspect_ratios_order") is False
+    m, inputs = prior_model(make, [3, 4], [40, 48], attrs, const=folded)
+    if _kernel_writes_every_prior(attrs):
+        compare(m, inputs, tmp_path, rtol=1e-5, atol=1e-6)
+        return
+    # The kernel leaves the tail of the output unwritten: uninitialised memory in OpenVINO (garbage
+    # on the CPU plugin, mostly 0 in the reference's folded constant), 0 in irrun.  The written part
+    # and the variances agree.
+    (expected,) = run_openvino(save(m, tmp_path / "cpu"), inputs)
+    (got,) = irrun_outputs(m, inputs, tmp_path / "irrun", check_validate=True)
+    written = 4 * 3 * 4 * (len(attrs["min_size"]) * (_ratio_count(attrs)) + len(attrs["min_size"]))
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got[0, :written], expected[0, :written], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[0, written:], 0)
+    np.testing.assert_array_equal(got[1], expected[1])
+
+
+def _ratio_count(attrs) -> int:
+    ratios = [1.0]
+    for ar in attrs["aspect_ratio"]:
+        if all(abs(ar - r) >= 1e-6 for r in ratios):
+            ratios += [ar, 1 / ar] if attrs["flip"] else [ar]
+    return len(ratios)
+
+
+@pytest.mark.parametrize("version", [1, 8])
+def test_prior_box_mxnet_step_minus_one(version, tmp_path):
+    """step=-1 with scale_all_sizes=false: the step is image height / map height.  The Python API
+    refuses a negative step, the IR reader takes it: written into the IR by hand."""
+    attrs = {"min_size": [0.2, 0.4], "max_size": [0.5], "aspect_ratio": [2.0], "flip": True,
+             "scale_all_sizes": False, "step": 0.0, "offset": 0.5}
+    m, inputs = prior_model(ops1.prior_box if version == 1 else ops8.prior_box, [3, 4], [40, 48], attrs)
+    xml = replace_in_ir(save(m, tmp_path), 'step="0"', 'step="-1"')
+    (expected,) = run_openvino(xml, inputs)
+    assert irrun.validate(xml).ok
+    np.testing.assert_allclose(next(iter(irrun.load(xml).infer(inputs).values())), expected, rtol=1e-5, atol=1e-6)
+    (stepless,) = run_openvino(save(m, tmp_path / "zero"), inputs)
+    assert not np.allclose(stepless, expected)   # -1 is not 0: centres at (i + offset) * 40 / 3
+
+
+def test_prior_box_mxnet_with_max_size_by_hand(tmp_path):
+    """scale_all_sizes=false, min_size [0.1, 0.2], max_size [0.3, 0.4], aspect ratio 2 with flip:
+    OpenVINO counts 3 ratios + 2 min sizes - 1 = 4 priors per cell; its kernel writes 6 per cell
+    (min 0, max 0, min 1, max 1, ratio 2, ratio 1/2), so the output of a 2x2 map is the first 16
+    of those 24 boxes: cell 0's six, cell 1's six, and cell 2's first four."""
+    attrs = {"min_size": [0.1, 0.2], "max_size": [0.3, 0.4], "aspect_ratio": [2.0], "flip": True,
+             "scale_all_sizes": False, "step": 0.0, "offset": 0.5}
+    m, inputs = prior_model(ops8.prior_box, [2, 2], [32, 32], attrs)
+    got = next(iter(compare(m, inputs, tmp_path, rtol=1e-5, atol=1e-6).values()))
+    boxes = got[0].reshape(-1, 4) * 32
+    assert got.shape == (2, 2 * 2 * 4 * 4)
+    half = [1.6, 0.5 * np.sqrt(3.2 * 0.3), 3.2, 0.5 * np.sqrt(6.4 * 0.4)]   # max_size is not scaled by the image
+    np.testing.assert_allclose(boxes[:4, 2] - 8, half, rtol=1e-5)
+    np.testing.assert_allclose(boxes[6, [0, 2]], [24 - 1.6, 24 + 1.6], rtol=1e-5)   # cell 1 starts at box 6
 
 
 def test_prior_box_constant_sizes_fold(tmp_path):

@@ -16,7 +16,7 @@ from lxml import etree
 from openvino.utils.node_factory import NodeFactory
 
 from ovutil import (
-    check_shape_function, compare, edited_ir, irrun_infer_all, model, openvino_refuses, param, save,
+    check_shape_function, compare, compile_cpu, edited_ir, irrun_infer_all, model, openvino_refuses, param, save,
     set_parameter_dims, tensor_type
 )
 import irrun
@@ -177,7 +177,7 @@ def test_roi_pooling_pooled_size_attributes(output_size, tmp_path):
             data.set("output_size", output_size)
         data.set("output_roi", "7, 7")
     xml = edited_ir(model(ops2.roi_pooling(x, b, [3, 4], 1.0, "max"), [x, b]), tmp_path, "ROIPooling", edit=edit)
-    expected = ov.Core().compile_model(str(xml), "CPU")([feat, rois])[0]
+    expected = compile_cpu(xml)([feat, rois])[0]
     got = next(iter(irrun.load(xml).infer([feat, rois]).values()))
     assert got.shape == expected.shape == (1, 2, 3, 4)
     np.testing.assert_allclose(got, expected, rtol=1e-5)
@@ -830,7 +830,7 @@ def test_version_redirects(tmp_path):
     data = rng(36).standard_normal((1, 8, 4, 4)).astype(np.float32)
     xml = edited_ir(model(ops2.reorg_yolo(x, [2]), [x]), tmp_path / "reorg", "ReorgYolo",
                     edit=lambda layer: layer.set("version", "opset1"))
-    expected = ov.Core().compile_model(str(xml), "CPU")([data])[0]
+    expected = compile_cpu(xml)([data])[0]
     np.testing.assert_array_equal(next(iter(irrun.load(xml).infer([data]).values())), expected)
     rois, probs = rng(37).uniform(0, 9, (6, 4)).astype(np.float32), distinct_scores((6,), rng(37))
     for version in ("experimental", "extension"):

@@ -24,7 +24,7 @@ import openvino.opset15 as ops15
 import pytest
 
 from ovutil import (
-    as_tensor_type, check_shape_function, compare, const, irrun_infer, model, model_from_arrays, only_output,
+    as_tensor_type, check_shape_function, compare, compile_cpu, const, irrun_infer, model, model_from_arrays, only_output,
     openvino_refuses, param, random_data, replace_in_ir, save
 )
 import irrun
@@ -797,7 +797,7 @@ def test_missing_attributes_take_openvino_defaults(case, tmp_path):
     """The IR reader takes batch_dims and axis as 0, reduction as none, use_init_val as true."""
     m, attribute, feeds = default_attribute_cases()[case]
     xml = replace_in_ir(save(m, tmp_path), " " + attribute, "")
-    want = ov.Core().compile_model(str(xml), "CPU")(feeds)[0]
+    want = compile_cpu(xml)(feeds)[0]
     assert not errors_of(xml)
     np.testing.assert_allclose(only_output(irrun.load(xml).infer(feeds)), want, rtol=1e-6)
 

@@ -18,7 +18,7 @@ import openvino.opset1 as ops
 import pytest
 from irxml import hand_ir
 from openvino.utils.node_factory import NodeFactory
-from ovutil import assert_close, compare, run_openvino, save
+from ovutil import assert_close, compare, compile_cpu, run_openvino, save
 
 import irrun
 from irrun.errors import ModelError, ShapeError
@@ -168,12 +168,11 @@ def test_lstm_cell_v1_peepholes_and_input_forget(input_forget, tmp_path):
     connect_peepholes(xml, hidden)
     assert irrun.validate(xml).ok
     got = list(irrun.load(xml).infer(feeds).values())
-    core = ov.Core()
-    formula = core.compile_model(lstm_v1_formula(hidden, input_forget), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    formula = compile_cpu(lstm_v1_formula(hidden, input_forget))
     for actual, expected in zip(got, formula(feeds).values()):
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
     # ... which is not what the CPU plugin runs for this IR
-    cpu = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})(feeds)
+    cpu = compile_cpu(xml)(feeds)
     assert not np.allclose(got[0], next(iter(cpu.values())), atol=1e-3)
 
 

@@ -18,11 +18,10 @@ import openvino.opset6 as ops
 import openvino.opset8 as ops8
 import pytest
 from openvino.op.util import Variable, VariableInfo
-from ovutil import CPU_F32, assert_close, save
+from ovutil import assert_close, compile_cpu, save
 
 import irrun
 
-CORE = ov.Core()
 RNG = np.random.default_rng(3)
 
 
@@ -58,7 +57,7 @@ def run_both(model, calls, tmp_path, *, reset_after=None):
     xml = save(model, tmp_path)
     report = irrun.validate(xml)
     assert report.ok, [d.format() for d in report.errors]
-    request = CORE.compile_model(CORE.read_model(str(xml)), "CPU", CPU_F32).create_infer_request()
+    request = compile_cpu(xml).create_infer_request()
     m = irrun.load(xml)
     assert_same_state(m, request)
     for step, inputs in enumerate(calls):

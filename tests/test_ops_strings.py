@@ -117,6 +117,35 @@ def test_pack_ranges(begins, ends, tmp_path):
     assert_strings_equal(got, expected)
 
 
+UNORDERED_RANGES = [
+    ([3, 0], [4, 1]),              # later strings first
+    ([0, 1], [5, 2]),              # the second string inside the first
+    ([5, 0, 2], [9, 5, 7]),        # overlapping, in no order
+    ([2, 2, 0], [6, 2, 9]),        # an empty string between
+]
+
+
+@pytest.mark.parametrize("begins,ends", UNORDERED_RANGES, ids=str)
+@pytest.mark.parametrize("index_type", [np.int32, np.int64], ids=["i32", "i64"])
+def test_pack_ranges_in_any_order(begins, ends, index_type, tmp_path):
+    """With static shapes OpenVINO takes begins and ends in any order (each string is its own slice
+    of the symbols), and so does irrun.  Only shape inference that sees their values refuses them
+    ("Indices must be in ascending order"): at load for constants (below), and in the CPU plugin
+    at every call when the shapes are dynamic; irrun does the same (specs/errata/misc2.md)."""
+    symbols = np.frombuffer(b"123456789", np.uint8).copy()
+    arrays = [np.array(begins, index_type), np.array(ends, index_type), symbols]
+    nodes = [param([len(begins)], index_type), param([len(begins)], index_type), param([9], np.uint8)]
+    (expected,), (got,) = run_both(ov.Model([ops15.string_tensor_pack(*nodes)], nodes), arrays, tmp_path)
+    assert_strings_equal(got, expected)
+    assert got.tolist() == [symbols[b:e].tobytes().decode() for b, e in zip(begins, ends)]
+    dynamic = [param([-1], index_type), param([-1], index_type), param([-1], np.uint8)]
+    xml = save(ov.Model([ops15.string_tensor_pack(*dynamic)], dynamic), tmp_path / "dynamic")
+    with pytest.raises(RuntimeError, match="ascending order"):
+        run_openvino(xml, arrays)
+    with pytest.raises(IrrunError, match="non-decreasing"):
+        irrun.load(xml).infer(arrays)
+
+
 BAD_RANGES = [
     ([3, 0], [4, 1], "non-decreasing"),
     ([0, 1], [5, 2], "non-decreasing"),
@@ -128,9 +157,8 @@ BAD_RANGES = [
 
 @pytest.mark.parametrize("begins,ends,words", BAD_RANGES, ids=str)
 def test_pack_bad_ranges_are_errors(begins, ends, words, tmp_path):
-    """OpenVINO's shape inference refuses these when it sees the values ("Indices must be in
-    ascending order", ...): the CPU plugin runs it for dynamic shapes (with static shapes it skips
-    it and reads outside the symbols).  A begin past its end fails in the kernel."""
+    """With dynamic shapes OpenVINO's shape inference sees the values and refuses these; a begin past
+    its end fails in the kernel."""
     arrays = [np.array(begins, np.int32), np.array(ends, np.int32), np.frombuffer(b"123456789", np.uint8).copy()]
     nodes = [param([-1]), param([-1]), param([-1], np.uint8)]
     xml = save(ov.Model([ops15.string_tensor_pack(*nodes)], nodes), tmp_path)

@@ -24,14 +24,14 @@ import irrun.etypes
 from click.testing import CliRunner
 from irrun.cli import cli
 from irrun.compression import find_weight_compression
-from ovutil import CPU_F32, CPU_F32_EXACT, as_ir_v10, assert_close, save
+from ovutil import CPU_F32, CPU_F32_EXACT, as_ir_v10, assert_close, compile_cpu, save
 
 CORE = ov.Core()
 RNG = np.random.default_rng(12)
 
 
 def run_ov(xml: Path, inputs: list, config=CPU_F32_EXACT) -> list[np.ndarray]:
-    compiled = CORE.compile_model(CORE.read_model(str(xml)), "CPU", config)
+    compiled = compile_cpu(xml, config)
     result = compiled(inputs)
     return [np.asarray(result[o]) for o in compiled.outputs]
 
@@ -451,7 +451,7 @@ def test_bf16_arithmetic_depends_on_the_cpu(tmp_path):
     values = irrun.etypes.round_to_bf16((RNG.standard_normal(256) * 2).astype(np.float32))
     tensor = ov.Tensor(ov.Type.bf16, ov.Shape([256]))
     tensor.data[:] = (values.view(np.uint32) >> 16).astype(np.uint16).view(tensor.data.dtype)
-    request = CORE.compile_model(CORE.read_model(str(xml)), "CPU", CPU_F32_EXACT).create_infer_request()
+    request = compile_cpu(xml, CPU_F32_EXACT).create_infer_request()
     request.set_input_tensor(tensor)
     request.infer()
     expected = (request.get_output_tensor().data.view(np.uint16).astype(np.uint32) << 16).view(np.float32)

@@ -11,7 +11,7 @@ import click
 
 from .. import __version__
 from ..arrays import load_array_file
-from ..errors import IrrunError, IrrunWarning, UsageError
+from ..errors import InputError, IrrunError, IrrunWarning, UsageError
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
@@ -30,22 +30,52 @@ def threads_option(command):
                              "process may use.")(command)
 
 
-def collect_inputs(specs: tuple[str, ...]):
-    """`--input` values -> a dict (named) or a list (positional)."""
-    named, positional = {}, []
+def collect_inputs(specs: tuple[str, ...], model_inputs: set[str] | None = None):
+    """`--input` values -> (a dict by name or a list in order, {archive: names ignored}).
+
+    `NAME=file.npz` takes the array NAME of the archive (or its only array).  With `model_inputs`
+    (every name the model's inputs answer to), arrays of a `.npz` given whole that are not among
+    them are left out and reported, so one archive can hold more than a model needs."""
+    named, positional, origin = {}, [], {}
     for spec in specs:
         name, sep, path = spec.rpartition("=")
         if sep and name and not Path(spec).exists():
-            named[name] = load_array_file(path)
+            _add(named, origin, name, _pick(load_array_file(path), name, path), path)
             continue
         loaded = load_array_file(spec)
         if isinstance(loaded, dict):
-            named.update(loaded)
+            for key, value in loaded.items():
+                _add(named, origin, key, value, spec, archive=True)
         else:
             positional.append(loaded)
-    if named and positional:
+    ignored: dict[str, list[str]] = {}
+    if model_inputs is not None:
+        for key, (source, archive) in origin.items():
+            if archive and key not in model_inputs:
+                ignored.setdefault(source, []).append(key)
+                del named[key]
+    if origin and positional:
         raise UsageError("mix of named (NAME=file.npy / .npz) and positional --input values; use one style")
-    return named if named else positional
+    return (named if origin else positional), ignored
+
+
+def _pick(loaded, name: str, path: str):
+    """The array for `NAME=path`: the file's array, or the archive's array NAME, or its only array."""
+    if not isinstance(loaded, dict):
+        return loaded
+    if name in loaded:
+        return loaded[name]
+    if len(loaded) == 1:
+        return next(iter(loaded.values()))
+    raise InputError(f"{path}: has no array {name!r} (it holds {', '.join(loaded) or 'none'}); "
+                     f"pass {name}=FILE.npy or name the arrays after the inputs")
+
+
+def _add(named: dict, origin: dict, name: str, value, source: str, archive: bool = False) -> None:
+    if name in named:
+        raise UsageError(f"input {name!r} given twice ({origin[name][0]} and {source})")
+    named[name] = value
+    origin[name] = (source, archive)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

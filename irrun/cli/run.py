@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
+from pathlib import Path
 
 import click
 
-from ..arrays import save_npz
+from ..arrays import output_target_kind, save_outputs
 from ..errors import UsageError
 from ..model import load
 from ..precision import PRECISIONS
@@ -35,7 +37,10 @@ def _print_profile(timings: list) -> None:
 @click.option("--input", "-i", "inputs", multiple=True, metavar="[NAME=]FILE",
               help="x.npy (inputs in order), NAME=x.npy (by tensor or Parameter name), or in.npz (keys = names). "
                    "Repeatable.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write every output to this .npz, keyed by name.")
+@click.option("--output", "-o", metavar="OUT",
+              help="Write the outputs to OUT: a .npz (every output, keyed by name), a .npy (a model with one output), "
+                   "a directory (existing, ending in /, or without a suffix: one NAME.npy per output, see README), "
+                   "or - (the .npz to stdout).")
 @click.option("--max-memory", type=str, default=None, metavar="SIZE",
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
 @click.option("--profile", is_flag=True, help="Print time per layer type and the slowest layers.")
@@ -50,27 +55,47 @@ def _print_profile(timings: list) -> None:
                    "runs with the inferred ones, as OpenVINO does).")
 def infer(model, inputs, output, max_memory, profile, threads, fmt, precision, strict):
     """Run MODEL on the given inputs."""
+    if output is not None:
+        output_target_kind(output)      # a bad --output is refused before the model runs
+        if output == "-" and fmt == "json":
+            raise UsageError("--output - and --format json both write to stdout; write the outputs to a file")
     limit = parse_size(max_memory) if max_memory else None
     m = load(model, max_memory=limit, threads=threads, precision=precision, strict=strict)
     if not inputs:
         want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
         raise UsageError(f"no --input given; the model takes: {want}")
+    names = {n for i in m.inputs for n in (i.name, *i.names, i.layer.name)}
+    feeds, ignored = collect_inputs(inputs, names)
+    for archive, extra in ignored.items():
+        click.echo(f"note: ignored {', '.join(extra)} in {archive} (not inputs of the model)", err=True)
+    to_stdout = output == "-"
     timings: list | None = [] if profile else None
-    outputs = m.infer(collect_inputs(inputs), profile=timings)
+    outputs = m.infer(feeds, profile=timings)
     if timings is not None:
-        with contextlib.redirect_stdout(sys.stderr if fmt == "json" else sys.stdout):   # stdout: the JSON only
-            _print_profile(timings)
-    if output:
-        save_npz(output, outputs)
+        with contextlib.redirect_stdout(sys.stderr if fmt == "json" or to_stdout else sys.stdout):
+            _print_profile(timings)                         # stdout carries the JSON or the .npz only
+    written = save_outputs(output, outputs, stdout=click.get_binary_stream("stdout")) if output is not None else None
     if fmt == "json":
         report = {"model": str(m.path), "outputs": [{"name": name, **tensor_summary(value)}
                                                     for name, value in outputs.items()]}
-        if output:
+        if written:
             report["written_to"] = output
+            report["files"] = written
         click.echo(json.dumps(report, indent=2))
-    elif output:
-        click.echo(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {output}")
+    elif written:
+        click.echo(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {_where(output, written)}",
+                   err=to_stdout)
     else:
         for name, value in outputs.items():
             for line in format_summary(name, tensor_summary(value)):
                 click.echo(line)
+
+
+def _where(target: str, written: list[str]) -> str:
+    """The message's account of what `save_outputs` wrote: the file, stdout, or the directory and its files."""
+    if written == ["-"]:
+        return "stdout (.npz)"
+    if output_target_kind(target) != "dir":
+        return written[0]
+    folder = str(Path(written[0]).parent) if written else target.rstrip("/" + os.sep)
+    return f"{folder}{os.sep} ({', '.join(Path(w).name for w in written)})"

@@ -1,4 +1,5 @@
-"""Colour conversion: NV12toRGB, NV12toBGR, I420toRGB, I420toBGR (all version 8).
+"""Colour conversion: NV12toRGB, NV12toBGR, I420toRGB, I420toBGR (all version 8) and the
+encoders RGBtoNV12, BGRtoNV12 (version 17).
 
 YUV 4:2:0 images in NHWC layout (one channel) become interleaved RGB or BGR
 images of the same height and width.  Chroma is sampled once per 2x2 block.
@@ -16,6 +17,16 @@ with the BT.601 limited-range coefficients
 then clamped to [0, 255]; u8 results round half to even first (the CPU
 plugin; the reference kernel's std::round would round halves away from 0).
 f16 and f64 images are computed in f32 too.
+
+The encoders (OpenVINO 2026.4.1 reads them but has no kernel for them; this is
+its reference source) compute per pixel, in float32,
+
+    y = 0.257 r + 0.504 g + 0.098 b + 16
+    u = -0.148 r - 0.291 g + 0.439 b + 128
+    v = 0.439 r - 0.368 g - 0.071 b + 128
+
+each clamped to [0, 255] (u8: rounded half away from zero first); U and V of a
+2x2 block are the mean of its four clamped values (u8: rounded again).
 """
 from __future__ import annotations
 
@@ -25,6 +36,7 @@ from .. import etypes
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_map, dim_merge, dims_compatible, format_shape, make_dim
+from .common import round_half_away
 
 _F32 = np.float32
 
@@ -191,4 +203,75 @@ class I420toRGB(_ConvertColor):
 @register("I420toBGR", 8)
 class I420toBGR(_ConvertColor):
     chroma_planes = 2
+    bgr = True
+
+
+# ---------------------------------------------------------------- RGB/BGR -> NV12
+
+class _EncodeNV12(Op):
+    """RGB (or BGR) NHWC image -> NV12: one [N, 3H/2, W, 1] tensor, or Y [N, H, W, 1] and UV [N, H/2, W/2, 2]."""
+
+    bgr: bool = False
+
+    def infer(self, inputs):
+        t = inputs[0]
+        name = self.spec.type
+        if not (t.etype is etypes.dynamic or t.etype.is_float or t.etype is etypes.u8):
+            raise ShapeError(f"{name} takes u8 or floating-point images, got {t.etype}")
+        try:
+            image = _check_plane(t, "the image", 3)
+        except ShapeError as exc:
+            raise ShapeError(f"{name}: {exc.message}") from None
+        n, h, w = image[:3] if image is not None else (ANY, ANY, ANY)
+        for d, what in ((h, "height"), (w, "width")):
+            if not _may_be_even(d):
+                raise ShapeError(f"{name}: image {what} {d} must be even ({format_shape(image)})")
+        if self.attrs.single_plane:
+            rows = _scaled(h, 3, 2)
+            return [TensorType((n, rows, w, 1), t.etype, notes={1: f"{rows} = 3/2 of the image height {h} "
+                                                                   f"(Y, then interleaved UV)"})]
+        return [TensorType((n, h, w, 1), t.etype),
+                TensorType((n, _scaled(h, 1, 2), _scaled(w, 1, 2), 2), t.etype,
+                           notes={1: "half the image height", 2: "half the image width"})]
+
+    def run(self, image):
+        if image.ndim != 4 or image.shape[3] != 3 or image.shape[1] % 2 or image.shape[2] % 2:
+            raise ShapeError(f"{self.spec.type}: the image must be [N, H, W, 3] with even H and W, "
+                             f"got {list(image.shape)}")
+        y, uv = _to_nv12(image, self.bgr)
+        if not self.attrs.single_plane:
+            return y[..., None], uv
+        n, h, w = y.shape
+        return np.concatenate([y.reshape(n, -1), uv.reshape(n, -1)], axis=1).reshape(n, h * 3 // 2, w, 1)
+
+
+def _to_nv12(image: np.ndarray, bgr: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Y (N, H, W) and interleaved UV (N, H/2, W/2, 2) of an (N, H, W, 3) image, in its dtype."""
+    pixels = image.astype(_F32)
+    r, g, b = (pixels[..., i] for i in ((2, 1, 0) if bgr else (0, 1, 2)))
+    rounds = image.dtype == np.uint8
+
+    def clamp(x):
+        return np.clip(round_half_away(x) if rounds else x, _F32(0), _F32(255))
+    # The reference kernel's operation order, so that u8 results round identically.
+    y = clamp(_F32(0.257) * r + _F32(0.504) * g + _F32(0.098) * b + _F32(16))
+    u = clamp(_F32(-0.148) * r - _F32(0.291) * g + _F32(0.439) * b + _F32(128))
+    v = clamp(_F32(0.439) * r - _F32(0.368) * g - _F32(0.071) * b + _F32(128))
+    n, h, w = y.shape
+
+    def block_mean(c):
+        q = c.reshape(n, h // 2, 2, w // 2, 2)
+        mean = (((q[:, :, 0, :, 0] + q[:, :, 0, :, 1]) + q[:, :, 1, :, 0]) + q[:, :, 1, :, 1]) / _F32(4)
+        return round_half_away(mean) if rounds else mean
+    uv = np.stack([block_mean(u), block_mean(v)], axis=-1)
+    return y.astype(image.dtype), uv.astype(image.dtype)
+
+
+@register("RGBtoNV12", 17)
+class RGBtoNV12(_EncodeNV12):
+    pass
+
+
+@register("BGRtoNV12", 17)
+class BGRtoNV12(_EncodeNV12):
     bgr = True

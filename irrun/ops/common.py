@@ -89,6 +89,14 @@ def cast_in_parts(x: np.ndarray, dtype) -> np.ndarray:
     return threads.in_parts(lambda src, dst: np.copyto(dst, src, casting="unsafe"), out, x, cost=cost)
 
 
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """C's std::round (halves away from zero) in x's own float type: x - trunc(x) is exact, so a
+    half is found without the error x + 0.5 makes (0.49999997 + 0.5 is 1 in float32)."""
+    whole = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole)
+
+
 def axis_from(axis: int, rank: int, what: str = "axis") -> int:
     try:
         return normalize_axis(int(axis), rank, what)

@@ -15,9 +15,10 @@ What OpenVINO 2026.4.1 does beyond the op specs (specs/errata/signal.md):
 * CTCLoss with an empty target is -ln of the all-blank path, as the spec
   defines it (the CPU plugin crashes on it); with preprocess_collapse_repeated
   an empty target counts as [labels[n, 0]], as OpenVINO computes it.
-* GatherTree casts indices to integers by truncation and compares step ids
-  with end_token after that cast.  A batch with max_seq_len 0 is all
-  end_token (the CPU plugin leaves it unwritten).
+* GatherTree casts parent ids and max_seq_len to integers by truncation, and
+  compares step ids with end_token as values (8.64 is not the end token 8).
+  A batch with max_seq_len 0 is all end_token (the CPU plugin leaves it
+  unwritten).
 """
 from __future__ import annotations
 
@@ -322,7 +323,8 @@ class GatherTree(Op):
             safe = np.where(active, beam, 0)
             out[t] = np.where(active, step_ids[t, rows, safe], out[t])
             beam = np.where(active, parents[t, rows, safe], beam)
-        # After the first end_token of a beam, everything is end_token.
-        hit = _as_indices(out) == _as_indices(end)
+        # After the first end_token of a beam, everything is end_token.  The CPU plugin compares the
+        # values themselves (`*final == endToken`); only indices are truncated.
+        hit = out == end
         after_end = (np.cumsum(hit, axis=0) - hit) > 0
         return np.where(after_end, end, out)

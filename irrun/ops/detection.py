@@ -50,6 +50,7 @@ from ..shapes import (
     make_dim,
     normalize_axis,
 )
+from .common import round_half_away
 
 # ---------------------------------------------------------------- shared box helpers
 
@@ -910,12 +911,17 @@ def _prior_aspect_ratios(aspect_ratio, flip: bool) -> list[float]:
 
 
 def _unique_ratio_count(aspect_ratio, flip: bool) -> int:
-    """The count OpenVINO's shape inference uses: distinct ratios rounded to 1e-6, plus 1."""
+    """The count OpenVINO's shape inference uses: distinct ratios rounded to 1e-6 (in float32, with
+    std::round), plus 1."""
+    million = np.float32(1e6)
+
+    def rounded(ratio):
+        return float(round_half_away(np.float32(ratio) * million) / million)
     unique = {1.0}
     for ar in aspect_ratio:
-        unique.add(round(ar * 1e6) / 1e6)
+        unique.add(rounded(ar))
         if flip:
-            unique.add(round(1 / ar * 1e6) / 1e6)
+            unique.add(rounded(np.float32(1) / np.float32(ar)))
     return len(unique)
 
 
@@ -989,9 +995,6 @@ class PriorBox(_PriorGrid):
             cx = (np.float32(a.offset) + np.arange(w, dtype=np.float32)) * step
             cy = (np.float32(a.offset) + np.arange(h, dtype=np.float32)) * step
         table = np.array(self._cell_priors(image_h), dtype=np.float64).reshape(-1, 5)
-        if len(table) != self.number_of_priors():
-            raise ModelError(f"the attributes give {len(table)} priors per cell, the output shape "
-                             f"{self.number_of_priors()}")
         dx, dy, half_w, half_h, clip_sides = (table[:, i].astype(np.float32) for i in range(5))
         centre_x = cx[None, :, None] + dx                      # (1, W, P)
         centre_y = cy[:, None, None] + dy[None, None, :]       # (H, 1, P)
@@ -1001,10 +1004,7 @@ class PriorBox(_PriorGrid):
         clip_sides = clip_sides.astype(bool)[None, None, :]
         boxes[..., 0:2] = np.where(clip_sides[..., None], np.maximum(boxes[..., 0:2], 0), boxes[..., 0:2])
         boxes[..., 2:4] = np.where(clip_sides[..., None], np.minimum(boxes[..., 2:4], 1), boxes[..., 2:4])
-        if a.clip:
-            boxes = np.clip(boxes, 0, 1)
-        flat = boxes.reshape(-1).astype(np.float32)
-        return np.stack([flat, _variance_row(a.variance, flat.size // 4)])
+        return _prior_output(boxes, 4 * h * w * self.number_of_priors(), a.clip, a.variance)
 
 
 @register("PriorBoxClustered", 1)
@@ -1032,10 +1032,23 @@ class PriorBoxClustered(_PriorGrid):
         boxes = np.stack(np.broadcast_arrays((cx - half_w) / np.float32(image_w), (cy - half_h) / np.float32(image_h),
                                              (cx + half_w) / np.float32(image_w), (cy + half_h) / np.float32(image_h)),
                          axis=-1)
-        if a.clip:
-            boxes = np.clip(boxes, 0, 1)
-        flat = boxes.reshape(-1).astype(np.float32)
-        return np.stack([flat, _variance_row(a.variance, flat.size // 4)])
+        return _prior_output(boxes, 4 * h * w * self.number_of_priors(), a.clip, a.variance)
+
+
+def _prior_output(boxes: np.ndarray, size: int, clip: bool, variance) -> np.ndarray:
+    """The [2, size] output: the boxes, clipped to [0, 1] with `clip`, over their variances.
+
+    OpenVINO's PriorBox kernel writes its boxes cell after cell, as many per cell as the
+    attributes give, into an output sized by `number_of_priors`, which can count otherwise: with
+    scale_all_sizes=false it leaves out the max_size boxes, with more max_size than min_size values
+    it counts boxes the kernel never writes.  The output is the first `size` values of that stream
+    (cells run into each other); a stream that falls short leaves the rest unwritten (uninitialised
+    memory in OpenVINO), 0 here."""
+    stream = boxes.reshape(-1).astype(np.float32)
+    flat = stream[:size] if stream.size >= size else np.concatenate([stream, np.zeros(size - stream.size, np.float32)])
+    if clip:
+        flat = np.clip(flat, np.float32(0), np.float32(1))
+    return np.stack([flat, _variance_row(variance, flat.size // 4)])
 
 
 # ---------------------------------------------------------------- Proposal
@@ -1511,12 +1524,6 @@ class ReorgYolo(Op):
 # ROIs are rows [batch_id, x1, y1, x2, y2].  The CPU plugin stops at the first ROI whose
 # batch_id is -1 and writes 0 for it and every ROI after it.
 
-def _round_half_away(x) -> np.ndarray:
-    """C's round(): halves away from zero (in f64, so 0.49999997 stays below one half)."""
-    x = np.asarray(x, np.float64)
-    return np.trunc(x + np.copysign(0.5, x))
-
-
 def _roi_batches(rois: np.ndarray, batches: int) -> np.ndarray:
     """Batch index of each ROI before the first one marked -1."""
     batch = np.trunc(rois[:, 0].astype(np.float64))
@@ -1600,7 +1607,7 @@ class ROIPooling(Op):
 
     def _max(self, features, boxes, batch, ph, pw):
         _, c, h, w = features.shape
-        start_w, start_h, end_w, end_h = _round_half_away(boxes[:, 1:] * np.float32(self.attrs.spatial_scale)) \
+        start_w, start_h, end_w, end_h = round_half_away(boxes[:, 1:] * np.float32(self.attrs.spatial_scale)) \
             .astype(np.int64).T
 
         def bins(start, end, pooled, size):
@@ -1717,9 +1724,9 @@ class PSROIPooling(_PositionSensitivePooling):
         a = self.attrs
         _, _, h, w = features.shape
         g, scale = a.group_size, np.float32(a.spatial_scale)
-        rounded = _round_half_away(boxes[:, 1:3]).astype(np.float32)
+        rounded = round_half_away(boxes[:, 1:3]).astype(np.float32)
         start_w, start_h = (rounded * scale).T
-        end_w, end_h = (_round_half_away(boxes[:, 3:5] + np.float32(1)).astype(np.float32) * scale).T
+        end_w, end_h = (round_half_away(boxes[:, 3:5] + np.float32(1)).astype(np.float32) * scale).T
         cells = np.arange(g, dtype=np.float32)[None, :]
 
         def bins(start, end, size):
@@ -1792,8 +1799,8 @@ class DeformablePSROIPooling(_PositionSensitivePooling):
         _, channels, h, w = features.shape
         g, scale = a.group_size, np.float32(a.spatial_scale)
         half = np.float32(0.5)
-        x1, y1 = (_round_half_away(boxes[:, 1:3]).astype(np.float32) * scale - half).T
-        x2, y2 = ((_round_half_away(boxes[:, 3:5]).astype(np.float32) + np.float32(1)) * scale - half).T
+        x1, y1 = (round_half_away(boxes[:, 1:3]).astype(np.float32) * scale - half).T
+        x2, y2 = ((round_half_away(boxes[:, 3:5]).astype(np.float32) + np.float32(1)) * scale - half).T
         roi_w, roi_h = np.maximum(x2 - x1, np.float32(0.1)), np.maximum(y2 - y1, np.float32(0.1))
         bin_w, bin_h = roi_w / np.float32(g), roi_h / np.float32(g)
         r = np.arange(len(boxes))[:, None, None, None]

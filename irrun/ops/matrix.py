@@ -1,4 +1,16 @@
-"""MatMul (batched matrix product with NumPy's and OpenVINO's 1-D rules), Einsum and Inverse.
+"""MatMul (batched matrix product with NumPy's and OpenVINO's 1-D rules), GroupedMatMul, Einsum
+and Inverse.
+
+GroupedMatMul-17 is the mixture-of-experts GEMM of OpenVINO 2026.4.1, whose shape inference takes
+two layouts, both with the weights stored transposed (the spec page's [G, K, N] and its 2-D x 2-D
+case are not what the runtime reads: specs/errata/misc2.md):
+
+* [T, K] x [G, N, K] with offsets [G] (cumulative row ends): rows offsets[g-1]:offsets[g] of the
+  first input times weights[g] transposed; rows past offsets[G-1] are 0;
+* [G, M, K] x [G, N, K]: a batched product (offsets, if given, are not used).
+
+OpenVINO 2026.4.1 has no kernel for it (neither the CPU plugin nor the reference evaluation);
+irrun computes what its reference source does, f16 accumulated in f32 as MatMul.
 
 Inverse-14 is OpenVINO's reference algorithm in f32: LU decomposition with partial pivoting
 (the first row with the largest magnitude wins), then forward and backward substitution per
@@ -13,7 +25,7 @@ import string
 import numpy as np
 
 from .. import etypes
-from ..errors import ShapeError
+from ..errors import ModelError, ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, Shape, broadcast_dims, broadcast_shapes, dim_merge, dims_compatible, format_shape
 from .arithmetic import merge_etypes
@@ -89,6 +101,76 @@ class MatMul(Op):
         if self.attrs.transpose_b:
             return lambda x, w: np.matmul(x.reshape(-1, k), w.T).reshape(shape)
         return lambda x, w: np.matmul(x.reshape(-1, k), w).reshape(shape)
+
+
+# ---------------------------------------------------------------- GroupedMatMul
+
+@register("GroupedMatMul", 17)
+class GroupedMatMul(Op):
+    outputs_are_new = True
+
+    def infer(self, inputs):
+        a, b = inputs[0], inputs[1]
+        offsets = inputs[2] if len(inputs) > 2 else None
+        etype = merge_etypes(a.etype, b.etype)
+        if etype.kind == "string":
+            raise ShapeError(f"GroupedMatMul does not support element type {etype}")
+        if offsets is not None and offsets.etype.name not in ("i32", "i64", "dynamic"):
+            raise ShapeError(f"GroupedMatMul offsets must be i32 or i64, got {offsets.etype}")
+        if a.shape is None or b.shape is None:
+            return [TensorType(None, etype)]
+        layout = f"mat_a {format_shape(a.shape)} x mat_b {format_shape(b.shape)}"
+
+        def merge(x, y, what):
+            try:
+                return dim_merge(x, y)
+            except ShapeError:
+                raise ShapeError(f"GroupedMatMul {what} differ: {layout}") from None
+        if len(a.shape) == 3 and len(b.shape) == 3:
+            groups = merge(a.shape[0], b.shape[0], "group counts (dim 0)")
+            merge(a.shape[2], b.shape[2], "inner dimensions (K: mat_a dim 2, mat_b dim 2)")
+            return [TensorType((groups, a.shape[1], b.shape[1]), etype,
+                               notes={0: "groups", 1: "rows of mat_a", 2: "rows of mat_b (weights stored [N, K])"})]
+        if len(a.shape) == 2 and len(b.shape) == 3:
+            if offsets is None:
+                raise ShapeError(f"GroupedMatMul {layout} needs the offsets input")
+            if offsets.rank not in (None, 1):
+                raise ShapeError(f"GroupedMatMul offsets must be 1-D, got {format_shape(offsets.shape)}")
+            merge(a.shape[1], b.shape[2], "inner dimensions (K: mat_a dim 1, mat_b dim 2)")
+            return [TensorType((a.shape[0], b.shape[1]), etype,
+                               notes={0: "rows of mat_a", 1: "rows of mat_b (weights stored [N, K])"})]
+        raise ShapeError(f"GroupedMatMul takes mat_a [T, K] with mat_b [G, N, K] and offsets, or "
+                         f"[G, M, K] with [G, N, K]; got {layout}")
+
+    def run(self, a, b, offsets=None):
+        compute = np.float32 if a.dtype == np.float16 else a.dtype   # f16 accumulates in f32, as MatMul
+        weights = np.swapaxes(b, -1, -2).astype(compute, copy=False)
+        if a.ndim == 3:
+            with np.errstate(all="ignore"):   # integer products wrap, as in C++
+                return np.matmul(a.astype(compute, copy=False), weights).astype(a.dtype, copy=False)
+        ends = self._group_ends(offsets, a.shape[0], b.shape[0])
+        out = np.zeros((a.shape[0], b.shape[1]), compute)
+        start = 0
+        with np.errstate(all="ignore"):
+            for group, end in enumerate(ends):
+                if end > start:
+                    np.matmul(a[start:end].astype(compute, copy=False), weights[group], out=out[start:end])
+                start = end
+        return out.astype(a.dtype, copy=False)
+
+    @staticmethod
+    def _group_ends(offsets: np.ndarray, rows: int, groups: int) -> list[int]:
+        ends = offsets.reshape(-1).astype(np.int64)
+        problem = None
+        if ends.size != groups:
+            problem = f"{ends.size} offsets for {groups} groups (mat_b dim 0)"
+        elif ends.size and (ends.min() < 0 or np.any(np.diff(ends) < 0)):
+            problem = f"offsets {ends.tolist()} must be non-negative and non-decreasing"
+        elif ends.size and ends[-1] > rows:
+            problem = f"the last offset {int(ends[-1])} is past the {rows} rows of mat_a"
+        if problem:
+            raise ModelError(f"GroupedMatMul: {problem}")
+        return ends.tolist()
 
 
 # ---------------------------------------------------------------- Einsum

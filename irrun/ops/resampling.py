@@ -45,6 +45,7 @@ from .. import etypes
 from ..errors import ShapeError, UnsupportedError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, Shape, dim_map, dim_merge, dims_compatible, format_shape, is_static_dim
+from .common import round_half_away
 
 _F32 = np.float32
 _HALF = np.float32(0.5)
@@ -90,18 +91,12 @@ def _source_coords(n_out: int, n_in: int, scale: float, transform: str) -> np.nd
     raise AssertionError(transform)
 
 
-def _round_half_away(x: np.ndarray) -> np.ndarray:
-    """std::round, computed in f64 so that x + 0.5 cannot round up in float32."""
-    x = np.asarray(x, np.float64)
-    return np.copysign(np.floor(np.abs(x) + 0.5), x)
-
-
 def _nearest_index(coords: np.ndarray, nearest_mode: str, downsample: bool) -> np.ndarray:
     if nearest_mode == "round_prefer_floor":
         tie = coords == np.trunc(coords) + _HALF
-        index = np.where(tie, np.floor(coords), _round_half_away(coords))
+        index = np.where(tie, np.floor(coords), round_half_away(coords))
     elif nearest_mode == "round_prefer_ceil":
-        index = _round_half_away(coords)
+        index = round_half_away(coords)
     elif nearest_mode == "floor":
         index = np.floor(coords)
     elif nearest_mode == "ceil":
@@ -149,7 +144,7 @@ def _linear_onnx_taps(coords, n_in, scale, method) -> _AxisTaps:
 def _triangle_taps(coords, n_in, scale, stretch) -> _AxisTaps:
     """`linear`: triangle filter of half-width 1 / stretch around each coordinate, normalised."""
     reach = 2 if scale > 1 else int(np.ceil(_F32(2) / _F32(stretch)))
-    index = _round_half_away(coords).astype(np.int64)[:, None] + np.arange(-reach, reach + 1)
+    index = round_half_away(coords).astype(np.int64)[:, None] + np.arange(-reach, reach + 1)
     inside = (index >= 0) & (index < n_in)
     distance = coords[:, None] - index.astype(_F32)
     weight = np.maximum(_F32(0), _F32(1) - np.abs(_F32(stretch) * distance))
@@ -276,7 +271,7 @@ class _Arithmetic:
 def _arithmetic(mode: str, rank: int, dtype: np.dtype) -> _Arithmetic:
     if mode == "linear":
         # the reference kernel: plain float32 and std::round (the CPU plugin truncates i8/u8)
-        return _Arithmetic(False, None, _round_half_away)
+        return _Arithmetic(False, None, round_half_away)
     if mode in _PILLOW:
         # a JIT kernel on 4-D data, keeping i8/u8 in their type between the two passes;
         # plain C++ in float32 below rank 4

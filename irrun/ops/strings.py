@@ -46,7 +46,7 @@ class StringTensorPack(Op):
         if begins.value is not None and ends.value is not None:
             n_symbols = symbols.shape[0] if symbols.shape is not None and isinstance(symbols.shape[0], int) else None
             _check_ranges(begins.value.reshape(-1).astype(np.int64), ends.value.reshape(-1).astype(np.int64),
-                          n_symbols)
+                          n_symbols, ascending=True)
         if begins.shape is None or ends.shape is None:
             return [TensorType(begins.shape if ends.shape is None else ends.shape, STRING)]
         if len(begins.shape) != len(ends.shape) or not all(
@@ -66,14 +66,16 @@ class StringTensorPack(Op):
         return out.reshape(begins.shape)
 
 
-def _check_ranges(begins: np.ndarray, ends: np.ndarray, n_symbols: int | None) -> None:
-    """`n_symbols` None: not known yet (shape inference), so that bound is not checked."""
+def _check_ranges(begins: np.ndarray, ends: np.ndarray, n_symbols: int | None, *, ascending: bool = False) -> None:
+    """`n_symbols` None: not known yet (shape inference), so that bound is not checked.  `ascending`:
+    begins and ends must each be non-decreasing, which OpenVINO's shape inference requires of
+    values it sees at load (constants); running, the CPU plugin takes ranges in any order."""
     problem = None
     if begins.size == 0 or begins.shape != ends.shape:
         return
     if begins.min() < 0 or ends.min() < 0:
         problem = "an index is negative"
-    elif np.any(np.diff(begins) < 0) or np.any(np.diff(ends) < 0):
+    elif ascending and (np.any(np.diff(begins) < 0) or np.any(np.diff(ends) < 0)):
         problem = "begins and ends must each be non-decreasing"
     elif np.any(begins > ends):
         at = int(np.flatnonzero(begins > ends)[0])

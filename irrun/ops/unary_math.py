@@ -1,6 +1,7 @@
 """Elementwise math: Abs, Negative, Sign, Floor, Ceiling, Round, the square
 root, exponential, logarithm, error function, the trigonometric and
-hyperbolic functions and their inverses, and the IsFinite/IsInf/IsNaN tests.
+hyperbolic functions and their inverses, the inverse error function, and the
+IsFinite/IsInf/IsNaN tests.
 
 Every op keeps its input's shape.  The transcendental functions go through
 `float_math` (f16 computed in f32; integer inputs computed in float, rounded to
@@ -14,7 +15,8 @@ import numpy as np
 from .. import etypes
 from ..errors import ShapeError
 from ..registry import Op, register
-from .activation import UnaryElementwise, erf, float_math
+from .activation import UnaryElementwise, _polynomial, erf, float_math
+from .common import round_half_away
 
 
 class FloatFunction(UnaryElementwise):
@@ -44,6 +46,37 @@ class Log(FloatFunction):
 @register("Erf", 1)
 class Erf(FloatFunction):
     function = staticmethod(erf)
+
+
+# ErfInv-17: OpenVINO's rational approximation (M. Giles, "Approximating the erfinv function",
+# GPU Computing Gems Jade, 2011, single precision), erfinv(x) = x P(w) with w = -ln((1 - x)(1 + x)),
+# one polynomial for w < 5 and one in sqrt(w) beyond.  OpenVINO's tail polynomial has -0.00943887047
+# where Giles has +0.00943887047, which puts it up to 0.53% off erfinv for |x| > 0.9966; irrun keeps
+# OpenVINO's value (specs/errata/unary.md).  Leading coefficient first.
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, -0.00943887047, 1.00167406, 2.83297682)
+
+
+def erfinv(x: np.ndarray) -> np.ndarray:
+    """OpenVINO's erfinv, in double precision as its reference kernel: 0 at 0, +-inf at +-1, NaN
+    beyond (and for NaN)."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        w = -np.log((1 - x) * (1 + x))
+        y = np.where(w < 5, _polynomial(_ERFINV_CENTRAL, w - 2.5), _polynomial(_ERFINV_TAIL, np.sqrt(w) - 3.0))
+        y *= x      # in place: a 0-d y stays an array
+    edge = np.abs(x) >= 1
+    y[edge] = np.where(np.abs(x[edge]) > 1, np.nan, np.copysign(np.inf, x[edge]))
+    y[x == 0] = 0
+    return y
+
+
+@register("ErfInv", 17)
+class ErfInv(FloatFunction):
+    float_only = True
+    function = staticmethod(erfinv)
 
 
 @register("Sin", 1)
@@ -141,18 +174,10 @@ class Ceiling(Rounding):
     round = staticmethod(np.ceil)
 
 
-def _round_half_away_from_zero(x):
-    whole = np.trunc(x)
-    # x - trunc(x) is exact, so halves are found without the error x + 0.5 would make
-    # (0.49999997 rounds to 0; the CPU plugin's x + 0.5 gives 1).
-    with np.errstate(invalid="ignore"):
-        return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole)
-
-
 @register("Round", 5)
 class Round(Rounding):
     def round(self, x):
-        return np.rint(x) if self.attrs.mode == "half_to_even" else _round_half_away_from_zero(x)
+        return np.rint(x) if self.attrs.mode == "half_to_even" else round_half_away(x)
 
 
 # ---------------------------------------------------------------- floating-point class tests

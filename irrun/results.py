@@ -1,0 +1,38 @@
+"""What `Model.infer` returns: the outputs by name, and by position as in OpenVINO.
+
+    out = model.infer(x)
+    out["logits"]          # by name (the output's first tensor name)
+    out[0], out[-1]        # by position in model.outputs, like OpenVINO's `result[0]`
+    list(out), out.keys()  # the names, in output order
+
+It is a plain `dict` otherwise (keys are the names); an int key is a position, never a name
+(output names are strings).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class Results(dict):
+    """Output name -> array, in the model's output order; an int indexes by position."""
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            values = list(self.values())
+            try:
+                return values[key]
+            except IndexError:
+                raise IndexError(f"output index {key} is out of range: the model has {len(values)} "
+                                 f"output{'s' if len(values) != 1 else ''} ({', '.join(self)})") from None
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except (KeyError, IndexError):
+            return default
+
+    def __repr__(self) -> str:
+        return f"Results({dict.__repr__(self)})"
