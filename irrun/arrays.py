@@ -49,16 +49,21 @@ def load_array_file(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
 
 
 @contextmanager
-def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[IO]:
+def atomic_write(path: str | Path, mode: str = "wb", *, durable: bool = True) -> Iterator[IO]:
     """Write `path` through a temporary file in the same directory, renamed over it only once
-    everything was written: a crash or a kill never leaves a half-written file behind."""
+    everything was written: a crash or a kill never leaves a half-written file behind.
+
+    `durable=False` skips the fsync before the rename (milliseconds a file): a killed process
+    still leaves the whole file or none, only a power cut may lose it (for many small files
+    whose reader checks them, like batch results)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, mode) as f:
             yield f
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -77,11 +82,12 @@ def _storable(array) -> np.ndarray:
     return array
 
 
-def save_npz(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
+def save_npz(path: str | Path, arrays: dict[str, np.ndarray], *, durable: bool = True) -> None:
     """`arrays` as an uncompressed `.npz` at exactly `path`, atomically, readable without
     pickle.  Written member by member as `np.savez` does, but without passing names as
-    keyword arguments (an output called `file` or `allow_pickle` would not survive that)."""
-    with atomic_write(path) as f:
+    keyword arguments (an output called `file` or `allow_pickle` would not survive that).
+    `durable`: as in atomic_write."""
+    with atomic_write(path, durable=durable) as f:
         write_npz(f, arrays)
 
 

@@ -1,0 +1,191 @@
+"""`irrun batch --dask ADDRESS`: the samples as tasks on an existing Dask cluster.
+
+Each worker process loads the model once and keeps it (irrun/samples.py:
+cached_model); its threads share it (a Model is thread-safe).  The workers find
+the model at the caller's path (a shared filesystem), checked by fingerprint
+before anything is submitted; with `ship_data` the model's files travel to the
+workers that lack them (a worker plugin, so that workers joining later get them
+too) and every task carries its sample's arrays instead of a path.
+
+A task returns the sample's outputs or its SampleError, exactly what the local
+modes produce; the caller writes the results.  A worker lost mid-batch loses
+nothing: the scheduler runs its tasks elsewhere, and a sample whose task killed
+`distributed.scheduler.allowed-failures` workers is reported as failed.
+
+Dask's nannies start workers with one BLAS / OpenMP thread each
+(`distributed.nanny.pre-spawn-environ`): the cluster's threads per worker are
+its parallelism.
+"""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+from .errors import IrrunError, UsageError
+
+try:
+    import distributed
+    from distributed.diagnostics.plugin import WorkerPlugin
+except ImportError:  # pragma: no cover - the extra is missing; `require()` says what to install
+    distributed = None
+    WorkerPlugin = object
+
+from .arrays import atomic_write
+from .samples import ModelSpec, Sample, SampleError, cached_model, compute, read_sample, write_result
+
+_SCATTER_BYTES = 1 << 20     # sample data above this goes to the workers by scatter, not in the task
+
+
+def require():
+    if distributed is None:
+        raise UsageError('--dask needs dask.distributed: pip install "irrun[dask]"')
+    return distributed
+
+
+def connect(address: str):
+    """A Client of the scheduler at `address` (one line, no traceback, when it cannot be reached)."""
+    require()
+    try:
+        return distributed.Client(address, timeout="15s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UsageError(f"cannot connect to the Dask scheduler at {address}: {exc}") from None
+
+
+# ---------------------------------------------------------------- on the workers
+
+def _shipped_dir(worker_directory: str, fingerprint: str) -> Path:
+    return Path(worker_directory) / "irrun-models" / fingerprint
+
+
+def _shipped_copies(spec: ModelSpec) -> list[Path]:
+    try:
+        worker = distributed.get_worker()
+    except ValueError:   # not on a worker
+        return []
+    return [_shipped_dir(worker.local_directory, spec.fingerprint) / "model.xml"]
+
+
+class ShippedModel(WorkerPlugin):
+    """The model's files, written into each worker's local directory as it starts."""
+
+    def __init__(self, fingerprint: str, xml: bytes, weights: bytes | None):
+        self.name = f"irrun-model-{fingerprint}"
+        self.fingerprint, self.xml, self.weights = fingerprint, xml, weights
+
+    def setup(self, worker):
+        where = _shipped_dir(worker.local_directory, self.fingerprint)
+        where.mkdir(parents=True, exist_ok=True)
+        for name, data in (("model.xml", self.xml), ("model.bin", self.weights)):
+            if data is not None and not (where / name).is_file():
+                with atomic_write(where / name) as f:
+                    f.write(data)
+
+
+def _probe(spec: ModelSpec, sample_file: str | None) -> str | None:
+    """On a worker: why it could not run this batch, or None."""
+    import irrun
+    try:
+        spec.find(_shipped_copies(spec))
+    except IrrunError as exc:
+        return f"the model {exc.message} (irrun {irrun.__version__})"
+    if sample_file is not None and not Path(sample_file).is_file():
+        return f"cannot read the sample {sample_file} (no such file)"
+    return None
+
+
+def run_task(spec: ModelSpec, sample: Sample):
+    """One sample on a worker: its outputs, or its SampleError."""
+    model = cached_model(spec, _shipped_copies(spec))
+    return compute(model, sample)
+
+
+# ---------------------------------------------------------------- on the caller
+
+def _check_workers(client, spec: ModelSpec, samples: list[Sample], ship_data: bool) -> None:
+    first_file = next((s.file for s in samples if s.data is None), None)
+    problems = client.run(_probe, spec, None if ship_data else first_file, on_error="return")
+    bad = {w: p for w, p in problems.items() if p is not None}
+    if bad and ship_data:
+        xml = Path(spec.xml)
+        weights = xml.with_suffix(".bin")
+        client.register_plugin(ShippedModel(spec.fingerprint, xml.read_bytes(),
+                                            weights.read_bytes() if weights.is_file() else None))
+        problems = client.run(_probe, spec, None, on_error="return")
+        bad = {w: p for w, p in problems.items() if p is not None}
+    if bad:
+        worker, problem = next(iter(bad.items()))
+        if isinstance(problem, BaseException):
+            raise UsageError(f"Dask worker {worker} cannot run irrun: {type(problem).__name__}: {problem} "
+                             f'(install irrun[dask] on every worker)')
+        hint = "" if ship_data else "; without a shared filesystem, use --ship-data"
+        more = f" (and {len(bad) - 1} more worker{'s' if len(bad) > 2 else ''})" if len(bad) > 1 else ""
+        raise UsageError(f"Dask worker {worker}: {problem}{more}{hint}")
+
+
+def results(client, spec: ModelSpec, samples: list[Sample], *, out_dir: str | None, return_outputs: bool,
+            ship_data: bool) -> Iterator[tuple[str, object]]:
+    """Yields (sample id, outputs | None | SampleError) as tasks finish; cancels what is left
+    when closed early."""
+    require()
+    from distributed.scheduler import KilledWorker
+    samples = [s if s.data is not None or s.file is None else
+               Sample(s.id, s.source, str(Path(s.file).absolute())) for s in samples]
+    _check_workers(client, spec, samples, ship_data)
+    threads = sum(client.nthreads().values()) or 1
+    window = max(32, 4 * threads)
+    token = uuid.uuid4().hex[:12]
+    pending = iter(samples)
+    running: dict[str, tuple] = {}      # future key -> (future, sample)
+    finished = distributed.as_completed()
+
+    def submit_next() -> SampleError | None:
+        sample = next(pending, None)
+        if sample is None:
+            return None
+        if ship_data and sample.data is None:
+            try:
+                sample = Sample(sample.id, sample.source, data=read_sample(sample))
+            except IrrunError as exc:
+                return SampleError(sample.id, sample.source, exc.message)
+        if sample.data is not None and _nbytes(sample.data) > _SCATTER_BYTES:
+            sample = Sample(sample.id, sample.source, data=client.scatter(sample.data, hash=False))
+        future = client.submit(run_task, spec, sample, key=f"irrun-{token}-{sample.id}", pure=False)
+        running[future.key] = future, sample
+        finished.add(future)
+        return None
+
+    def fill():
+        while len(running) < window:
+            before = len(running)
+            failure = submit_next()
+            if failure is not None:
+                yield failure.sample, failure
+            elif len(running) == before:
+                return
+
+    try:
+        yield from fill()
+        for future in finished:
+            _, sample = running.pop(future.key)
+            try:
+                result = future.result()
+            except KilledWorker as exc:
+                result = SampleError(sample.id, sample.source, f"its task killed every Dask worker that ran it ({exc})")
+            except IrrunError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the cluster failed us: one line, not a traceback
+                raise IrrunError(f"Dask: {type(exc).__name__}: {exc}") from None
+            future.release()
+            if isinstance(result, dict) and out_dir is not None:
+                result = write_result(out_dir, sample, result) or (result if return_outputs else None)
+            yield sample.id, result
+            yield from fill()
+    finally:
+        if running:        # closed early (fail-fast, an error, an interrupt): nothing left behind
+            client.cancel([future for future, _ in running.values()], force=True)
+
+
+def _nbytes(data) -> int:
+    values = data.values() if isinstance(data, dict) else data if isinstance(data, (list, tuple)) else [data]
+    return sum(getattr(v, "nbytes", 0) for v in values)
