@@ -47,7 +47,7 @@ def connect(address: str):
     """A Client of the scheduler at `address` (one line, no traceback, when it cannot be reached)."""
     require()
     try:
-        return distributed.Client(address, timeout="15s")
+        return distributed.Client(address)      # (waits distributed.comm.timeouts.connect)
     except (OSError, TimeoutError, ValueError) as exc:
         raise UsageError(f"cannot connect to the Dask scheduler at {address}: {exc}") from None
 
@@ -58,11 +58,12 @@ def _shipped_dir(worker_directory: str, fingerprint: str) -> Path:
     return Path(worker_directory) / "irrun-models" / fingerprint
 
 
-def _shipped_copies(spec: ModelSpec) -> list[Path]:
-    try:
-        worker = distributed.get_worker()
-    except ValueError:   # not on a worker
-        return []
+def _shipped_copies(spec: ModelSpec, worker=None) -> list[Path]:
+    if worker is None:
+        try:
+            worker = distributed.get_worker()     # (in a task)
+        except ValueError:   # not on a worker
+            return []
     return [_shipped_dir(worker.local_directory, spec.fingerprint) / "model.xml"]
 
 
@@ -82,11 +83,12 @@ class ShippedModel(WorkerPlugin):
                     f.write(data)
 
 
-def _probe(spec: ModelSpec, sample_file: str | None) -> str | None:
-    """On a worker: why it could not run this batch, or None."""
+def _probe(spec: ModelSpec, sample_file: str | None, dask_worker=None) -> str | None:
+    """On a worker (through `Client.run`, which passes `dask_worker`): why it could not run
+    this batch, or None."""
     import irrun
     try:
-        spec.find(_shipped_copies(spec))
+        spec.find(_shipped_copies(spec, dask_worker))
     except IrrunError as exc:
         return f"the model {exc.message} (irrun {irrun.__version__})"
     if sample_file is not None and not Path(sample_file).is_file():
@@ -102,14 +104,15 @@ def run_task(spec: ModelSpec, sample: Sample):
 
 # ---------------------------------------------------------------- on the caller
 
-def _check_workers(client, spec: ModelSpec, samples: list[Sample], ship_data: bool) -> None:
+def _check_workers(client, spec: ModelSpec, samples: list[Sample], ship_data: bool, here: Path) -> None:
+    """Every worker must find the model (and, without ship_data, the first sample) by path;
+    with ship_data, the model's files (read from `here`) go to those that do not."""
     first_file = next((s.file for s in samples if s.data is None), None)
     problems = client.run(_probe, spec, None if ship_data else first_file, on_error="return")
     bad = {w: p for w, p in problems.items() if p is not None}
     if bad and ship_data:
-        xml = Path(spec.xml)
-        weights = xml.with_suffix(".bin")
-        client.register_plugin(ShippedModel(spec.fingerprint, xml.read_bytes(),
+        weights = here.with_suffix(".bin")
+        client.register_plugin(ShippedModel(spec.fingerprint, here.read_bytes(),
                                             weights.read_bytes() if weights.is_file() else None))
         problems = client.run(_probe, spec, None, on_error="return")
         bad = {w: p for w, p in problems.items() if p is not None}
@@ -124,14 +127,15 @@ def _check_workers(client, spec: ModelSpec, samples: list[Sample], ship_data: bo
 
 
 def results(client, spec: ModelSpec, samples: list[Sample], *, out_dir: str | None, return_outputs: bool,
-            ship_data: bool) -> Iterator[tuple[str, object]]:
+            ship_data: bool, model_here: str | None = None) -> Iterator[tuple[str, object]]:
     """Yields (sample id, outputs | None | SampleError) as tasks finish; cancels what is left
-    when closed early."""
+    when closed early.  `model_here`: where this process reads the model's files to ship them
+    (default: `spec.xml`, the path the workers look at first)."""
     require()
     from distributed.scheduler import KilledWorker
     samples = [s if s.data is not None or s.file is None else
                Sample(s.id, s.source, str(Path(s.file).absolute())) for s in samples]
-    _check_workers(client, spec, samples, ship_data)
+    _check_workers(client, spec, samples, ship_data, Path(model_here or spec.xml))
     threads = sum(client.nthreads().values()) or 1
     window = max(32, 4 * threads)
     token = uuid.uuid4().hex[:12]

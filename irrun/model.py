@@ -20,7 +20,7 @@ from .errors import (DeclaredValuesWarning, InputError, IrrunError, LayerRef, Mo
 from . import etypes
 from .etypes import ElementType
 from .executor import Plan
-from .fingerprint import ModelSource
+from .fingerprint import ModelSource, fingerprint_files
 from .ir import IRDocument, Layer, parse_document, v10_interface_type
 from .precision import check_precision, prepare
 from .registry import TensorType
@@ -420,10 +420,17 @@ def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
 
 
 def _unpickle_model(path: str, max_memory: int | None, fingerprint: str) -> Model:
+    """Checked before loading (other files may not even load) and after (they may change meanwhile)."""
+    def check(found: str) -> None:
+        if found != fingerprint:
+            raise ModelError("is not the model that was pickled: its contents differ from the files the sender "
+                             "loaded", file=path)
+    try:
+        check(fingerprint_files(path))
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot read the pickled model's file: {exc.strerror or exc}", file=path) from None
     model = Model(path, max_memory=max_memory)
-    if model.fingerprint() != fingerprint:
-        raise ModelError("is not the model that was pickled: its contents differ from the files the sender "
-                         "loaded", file=path)
+    check(model.fingerprint())
     return model
 
 
