@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from . import __version__
 from .arrays import atomic_write
 from .errors import IrrunError, UsageError
 from .model import Model
@@ -74,6 +73,7 @@ class _ResultDir:
                 self.close()
                 raise UsageError(f"holds the results of another model ({before.get('model')}); use --overwrite "
                                  f"to replace them, or another output directory", file=str(self.path))
+        from . import __version__
         with atomic_write(manifest, "w") as f:
             json.dump({"model": spec.xml, "fingerprint": spec.fingerprint, "irrun": __version__}, f, indent=1)
 
@@ -211,7 +211,8 @@ class BatchRun:
                 if client is not self._client:
                     client.close()
             return results, close
-        if self.jobs > 1 and len(self.todo) > 1:
+        if (self.jobs > 1 and len(self.todo) > 1) or self._threads is not None:
+            # (a thread count holds only in a process started with it: one worker for one job)
             from .batch_workers import LocalWorkers
             workers = LocalWorkers(self.spec, self.jobs, threads=self._threads, out_dir=out,
                                    return_outputs=self._return_outputs)

@@ -18,7 +18,9 @@ its parallelism.
 """
 from __future__ import annotations
 
+import time
 import uuid
+from collections import deque
 from pathlib import Path
 from typing import Iterator
 
@@ -35,6 +37,8 @@ from .arrays import atomic_write
 from .samples import ModelSpec, Sample, SampleError, cached_model, compute, read_sample, write_result
 
 _SCATTER_BYTES = 1 << 20     # sample data above this goes to the workers by scatter, not in the task
+_TASK_SECONDS = 0.25         # what a task should take, once a sample's time is known
+_MAX_CHUNK = 256
 
 
 def require():
@@ -96,10 +100,13 @@ def _probe(spec: ModelSpec, sample_file: str | None, dask_worker=None) -> str | 
     return None
 
 
-def run_task(spec: ModelSpec, sample: Sample):
-    """One sample on a worker: its outputs, or its SampleError."""
+def run_task(spec: ModelSpec, samples: list[Sample], data: list) -> tuple[float, list]:
+    """Samples on a worker (`data[i]`, when not None, is sample i's inputs): the seconds they
+    took and [(sample id, outputs | SampleError)]."""
     model = cached_model(spec, _shipped_copies(spec))
-    return compute(model, sample)
+    start = time.perf_counter()
+    done = [(s.id, compute(model, s if d is None else Sample(s.id, s.source, data=d))) for s, d in zip(samples, data)]
+    return time.perf_counter() - start, done
 
 
 # ---------------------------------------------------------------- on the caller
@@ -130,60 +137,81 @@ def results(client, spec: ModelSpec, samples: list[Sample], *, out_dir: str | No
             ship_data: bool, model_here: str | None = None) -> Iterator[tuple[str, object]]:
     """Yields (sample id, outputs | None | SampleError) as tasks finish; cancels what is left
     when closed early.  `model_here`: where this process reads the model's files to ship them
-    (default: `spec.xml`, the path the workers look at first)."""
+    (default: `spec.xml`, the path the workers look at first).
+
+    A task costs the cluster a millisecond or more whatever it does, so once the first
+    single-sample tasks tell how long a sample takes, tasks carry as many samples as fill
+    about _TASK_SECONDS (fewer towards the end, so that the workers finish together).  The
+    samples of a task that killed its workers are tried again one per task."""
     require()
     from distributed.scheduler import KilledWorker
     samples = [s if s.data is not None or s.file is None else
                Sample(s.id, s.source, str(Path(s.file).absolute())) for s in samples]
     _check_workers(client, spec, samples, ship_data, Path(model_here or spec.xml))
     threads = sum(client.nthreads().values()) or 1
-    window = max(32, 4 * threads)
+    window = 2 * threads + 2                 # tasks in flight
     token = uuid.uuid4().hex[:12]
-    pending = iter(samples)
-    running: dict[str, tuple] = {}      # future key -> (future, sample)
+    todo, alone = deque(samples), deque()    # alone: from a task that killed workers
+    running: dict[str, tuple] = {}           # future key -> (future, its samples)
     finished = distributed.as_completed()
+    per_sample: float | None = None          # seconds, as measured on the workers
 
-    def submit_next() -> SampleError | None:
-        sample = next(pending, None)
-        if sample is None:
-            return None
-        if ship_data and sample.data is None:
-            try:
-                sample = Sample(sample.id, sample.source, data=read_sample(sample))
-            except IrrunError as exc:
-                return SampleError(sample.id, sample.source, exc.message)
-        if sample.data is not None and _nbytes(sample.data) > _SCATTER_BYTES:
-            sample = Sample(sample.id, sample.source, data=client.scatter(sample.data, hash=False))
-        future = client.submit(run_task, spec, sample, key=f"irrun-{token}-{sample.id}", pure=False)
-        running[future.key] = future, sample
-        finished.add(future)
-        return None
+    def chunk() -> list[Sample]:
+        if alone:
+            return [alone.popleft()]
+        size = 1 if per_sample is None else int(_TASK_SECONDS / max(per_sample, 1e-6))
+        size = max(1, min(size, _MAX_CHUNK, -(-len(todo) // (2 * threads))))
+        return [todo.popleft() for _ in range(min(size, len(todo)))]
 
     def fill():
-        while len(running) < window:
-            before = len(running)
-            failure = submit_next()
-            if failure is not None:
-                yield failure.sample, failure
-            elif len(running) == before:
-                return
+        """Submit tasks up to the window; yields the failures of samples read here (ship_data)."""
+        while len(running) < window and (todo or alone):
+            part, data = [], []
+            for sample in chunk():
+                inputs = sample.data
+                if ship_data and inputs is None:
+                    try:
+                        inputs = read_sample(sample)
+                    except IrrunError as exc:
+                        yield sample.id, SampleError(sample.id, sample.source, exc.message)
+                        continue
+                if inputs is not None and _nbytes(inputs) > _SCATTER_BYTES:
+                    inputs = client.scatter(inputs, hash=False)
+                part.append(Sample(sample.id, sample.source, sample.file))
+                data.append(inputs)
+            if part:
+                future = client.submit(run_task, spec, part, data, key=f"irrun-{token}-{part[0].id}",
+                                       pure=False)
+                running[future.key] = future, part
+                finished.add(future)
 
     try:
         yield from fill()
         for future in finished:
-            _, sample = running.pop(future.key)
+            _, part = running.pop(future.key)
             try:
-                result = future.result()
+                seconds, done = future.result()
             except KilledWorker as exc:
-                result = SampleError(sample.id, sample.source, f"its task killed every Dask worker that ran it ({exc})")
+                if len(part) > 1:
+                    alone.extend(part)
+                    yield from fill()
+                    continue
+                done = [(part[0].id, SampleError(part[0].id, part[0].source,
+                                                 f"its task killed every Dask worker that ran it ({exc})"))]
+                seconds = None
             except IrrunError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the cluster failed us: one line, not a traceback
                 raise IrrunError(f"Dask: {type(exc).__name__}: {exc}") from None
             future.release()
-            if isinstance(result, dict) and out_dir is not None:
-                result = write_result(out_dir, sample, result) or (result if return_outputs else None)
-            yield sample.id, result
+            if seconds is not None:
+                measured = seconds / len(part)
+                per_sample = measured if per_sample is None else (per_sample + measured) / 2
+            by_id = {s.id: s for s in part}
+            for sample_id, result in done:
+                if isinstance(result, dict) and out_dir is not None:
+                    result = write_result(out_dir, by_id[sample_id], result) or (result if return_outputs else None)
+                yield sample_id, result
             yield from fill()
     finally:
         if running:        # closed early (fail-fast, an error, an interrupt): nothing left behind

@@ -39,7 +39,7 @@ class Progress:
         tail = f" {self.done}/{self.total}  {rate:.1f} samples/s  {'ETA ' if left else ''}{eta}"
         if self.failed:
             tail += f"  {self.failed} failed"
-        width = max(shutil.get_terminal_size((80, 24)).columns - len(tail) - 8, 10)
+        width = max(shutil.get_terminal_size((80, 24)).columns - len(tail) - 12, 10)
         filled = width * self.done // max(self.total, 1)
         percent = 100 * self.done // max(self.total, 1)
         return f"[{'#' * filled}{'.' * (width - filled)}] {percent:3d}%{tail}"
