@@ -243,6 +243,14 @@ def test_resume_overwrite_and_model_check(digits_set, tmp_path):
     assert r.exit_code == 2 and "holds the results of another model" in r.output and "--overwrite" in r.output
 
 
+def test_one_run_at_a_time_per_output_directory(digits_set, tmp_path):
+    folder, _ = digits_set
+    with batch.run(DIGITS, folder, tmp_path / "out"):
+        r = cli_run("batch", DIGITS, folder, "-o", tmp_path / "out")
+        assert r.exit_code == 2 and "another irrun batch is writing to this output directory" in r.output
+    assert cli_run("batch", DIGITS, folder / "img001.npy", "-o", tmp_path / "out").exit_code == 0
+
+
 def test_fail_fast_stops_at_the_first_failure(digits_set, tmp_path):
     folder, _ = digits_set
     r = cli_run("batch", DIGITS, folder, "-o", tmp_path / "out", "--fail-fast")
@@ -374,6 +382,11 @@ def test_dask_ships_the_model_to_workers_that_lack_it(tmp_path, dask_client):
                                 ship_data=False, model_here=str(DIGITS)))
     got = dict(batch_dask.results(dask_client, elsewhere, samples, out_dir=None, return_outputs=True,
                                   ship_data=True, model_here=str(DIGITS)))
+    # Sample paths the workers cannot read: said before anything is submitted.
+    unseen = [Sample("u", "u.npy", file=str(tmp_path / "elsewhere" / "u.npy"))]
+    with pytest.raises(UsageError, match="cannot read the sample .*u.npy"):
+        list(batch_dask.results(dask_client, ModelSpec.of(model), unseen, out_dir=None, return_outputs=True,
+                                ship_data=False))
     for i, x in enumerate(images):
         assert np.array_equal(got[f"s{i}"]["probabilities"], model.infer(x[None])["probabilities"])
 

@@ -66,6 +66,9 @@ def batch_cmd(model, inputs, out_dir, jobs, threads, dask_address, resume, fail_
                 max_memory=parse_size(max_memory) if max_memory else None)
     progress = Progress(len(batch.todo), enabled=not quiet)
     if not quiet:
+        from ..batch_workers import available_cores
+        if not dask_address and batch.jobs > available_cores():
+            progress.message(f"note: {batch.jobs} jobs on {available_cores()} available cores: they take turns")
         for name in batch.ignored:
             progress.message(f"note: {inputs}: array {name!r} is not an input of the model; left out")
         if batch.skipped:
