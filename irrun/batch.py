@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .arrays import atomic_write
-from .errors import IrrunError, UsageError
+from .errors import UsageError
 from .model import Model
 from .samples import (ModelSpec, Sample, SampleError, compute, find_samples, result_is_whole,  # noqa: F401
                       result_path, stacked_samples)
@@ -220,9 +220,13 @@ class BatchRun:
         return ((s.id, compute(self.model, s, out, self._return_outputs)) for s in self.todo), lambda abort: None
 
     def _run(self):
-        results, close = self._backend() if self.todo else (iter(()), lambda abort: None)
         clean = False
+        close = lambda abort: None  # noqa: E731
         try:
+            if self.todo:
+                results, close = self._backend()
+            else:
+                results = iter(())
             for sample_id, result in results:
                 if isinstance(result, SampleError):
                     self.failures.append(result)

@@ -118,7 +118,10 @@ def stacked_samples(path: str | os.PathLike, model: Model) -> tuple[list[Sample]
     counts the samples); an array with more axes gives each sample its leading slice."""
     text = os.fspath(path)
     loaded = load_array_file(text)
-    arrays = loaded if isinstance(loaded, dict) else {model.inputs[0].name if model.inputs else 0: loaded}
+    if not isinstance(loaded, dict) and len(model.inputs) != 1:
+        raise UsageError(f"{text}: an .npy holds one array, but the model takes {len(model.inputs)} inputs; "
+                         f"stack them in an .npz keyed by input name")
+    arrays = loaded if isinstance(loaded, dict) else {model.inputs[0].name: loaded}
     used, ignored = {}, []
     for key, array in arrays.items():
         info = _input_info(model, key)

@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
@@ -279,6 +278,12 @@ def test_stacked_test_set_through_the_classifier(tmp_path):
     got = np.concatenate([np.load(out / f"{i:03d}.npz")["probabilities"] for i in range(len(images))])
     assert_close(got, expected)
     assert (got.argmax(1) == labels).mean() > 0.9
+    # A stacked .npy for a one-input model; a leading axis beyond the model's rank is dropped.
+    np.save(tmp_path / "images.npy", images[:20, None])          # 20 x 1x1x1x8x8
+    from_npy = dict(batch.run(DIGITS, tmp_path / "images.npy", stacked=True))
+    assert sorted(from_npy) == [f"{i:02d}" for i in range(20)]
+    for i in range(20):
+        assert np.array_equal(from_npy[f"{i:02d}"]["probabilities"], got[i:i + 1])
 
 
 def test_sample_errors_and_misuse(digits_set, tmp_path):
