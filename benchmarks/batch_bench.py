@@ -12,10 +12,13 @@ written:
 - `batch, 1 job`       `irrun.batch.run(..., out_dir)` in this process
 - `batch, 2 jobs`      two local worker processes (one BLAS thread each)
 - `dask, 2 workers`    a `dask.distributed.LocalCluster` of 2 processes x 1 thread, started
-                       beforehand (an existing cluster); workers load the model on first use
+                       before the timing (an existing cluster); workers load the model on first use
 
 Every batch mode includes its start-up (worker processes, model loads) and writes every
-result; each figure is the best of `--rounds`.  Then it checks the memory claim: a 64 MiB
+result; each figure is the best of `--rounds`.  Next to the rate, the CPU time spent per
+sample by this process and every worker (the Dask scheduler and nannies run in this
+process): on a machine whose cores are shared with other work, wall-clock rates of the
+parallel modes say little, while CPU per sample shows each mode's overhead.  Then it checks the memory claim: a 64 MiB
 f32 MLP through 2 local workers, each worker's RSS, PSS and anonymous memory read from
 /proc/PID/smaps_rollup mid-batch (the mapped weights are shared, so they count once in PSS
 over the workers, not once per worker).  Prints Markdown tables.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -51,10 +55,26 @@ def make_samples(folder: Path, shape, count: int, seed: int = 0) -> list[np.ndar
     return arrays
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
+def _cpu_seconds() -> float:
+    """CPU time of this process, of its children that ended (local workers) and of its live
+    descendants (a LocalCluster's workers)."""
+    import psutil
+    total = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+                for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    for p in psutil.Process().children(recursive=True):
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def timed(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds)."""
+    cpu, start = _cpu_seconds(), time.perf_counter()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu_seconds() - cpu
 
 
 def loop_infer(xml, arrays):
@@ -76,24 +96,32 @@ def batch_mode(xml, folder: Path, out: Path, **kw):
         assert not isinstance(result, Exception), result
 
 
-def measure_network(name, xml, shape, count, rounds, client, work: Path) -> list[tuple[str, float]]:
-    folder = work / f"{name}-in"
-    arrays = make_samples(folder, shape, count)
-    modes = {
-        "loop: infer only": lambda out: loop_infer(xml, arrays),
-        "loop: read+infer+save": lambda out: loop_files(xml, folder, out),
-        "batch, 1 job": lambda out: batch_mode(xml, folder, out, jobs=1),
-        "batch, 2 jobs": lambda out: batch_mode(xml, folder, out, jobs=2),
-    }
-    if client is not None:
-        modes["dask, 2 workers"] = lambda out: batch_mode(xml, folder, out, client=client)
-    best = {mode: float("inf") for mode in modes}
+def best_of(modes: dict, rounds: int, count: int, work: Path) -> list[tuple[str, float, float]]:
+    best = {mode: (float("inf"), float("inf")) for mode in modes}
     for _ in range(rounds):
         for mode, fn in modes.items():      # modes alternate, so a busy spell hits all of them
             out = work / "out"
             shutil.rmtree(out, ignore_errors=True)
             best[mode] = min(best[mode], timed(lambda: fn(out)))
-    return [(mode, count / seconds) for mode, seconds in best.items()]
+    return [(mode, count / wall, 1e3 * cpu / count) for mode, (wall, cpu) in best.items()]
+
+
+def measure_network(name, xml, shape, count, rounds, work: Path, dask: bool) -> list[tuple[str, float, float]]:
+    folder = work / f"{name}-in"
+    arrays = make_samples(folder, shape, count)
+    rows = best_of({
+        "loop: infer only": lambda out: loop_infer(xml, arrays),
+        "loop: read+infer+save": lambda out: loop_files(xml, folder, out),
+        "batch, 1 job": lambda out: batch_mode(xml, folder, out, jobs=1),
+        "batch, 2 jobs": lambda out: batch_mode(xml, folder, out, jobs=2),
+    }, rounds, count, work)
+    if dask:     # started only now: an idle cluster's heartbeats would count in the other modes' CPU
+        import distributed
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            rows += best_of({"dask, 2 workers": lambda out: batch_mode(xml, folder, out, client=client)},
+                            rounds, count, work)
+    return rows
 
 
 def smaps(pid: int) -> dict[str, float]:
@@ -135,28 +163,19 @@ def main():
     parser.add_argument("--resnet", type=int, default=400, help="ResNet samples")
     parser.add_argument("--no-dask", action="store_true")
     args = parser.parse_args()
-    client = cluster = None
-    if not args.no_dask:
-        import distributed
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None)
-        client = distributed.Client(cluster)
     work = Path(tempfile.mkdtemp(prefix="irrun-batch-bench-"))
     try:
         tables = [("digits", *r) for r in measure_network("digits", DIGITS, (1, 1, 8, 8), args.digits,
-                                                          args.rounds, client, work)]
+                                                          args.rounds, work, not args.no_dask)]
         tables += [("resnet", *r) for r in measure_network("resnet", RESNET, (1, 3, 64, 64), args.resnet,
-                                                           args.rounds, client, work)]
+                                                           args.rounds, work, not args.no_dask)]
         memory = memory_check(work)
     finally:
-        if client is not None:
-            client.close()
-            cluster.close()
         shutil.rmtree(work, ignore_errors=True)
     print(f"cores available: {len(os.sched_getaffinity(0))}; numpy {np.__version__}\n")
-    print("| network | mode | samples/s |\n|---|---|---:|")
-    for network, mode, rate in tables:
-        print(f"| {network} | {mode} | {rate:,.0f} |")
+    print("| network | mode | samples/s | CPU ms / sample |\n|---|---|---:|---:|")
+    for network, mode, rate, cpu in tables:
+        print(f"| {network} | {mode} | {rate:,.0f} | {cpu:.2f} |")
     print("\n64 MiB of f32 weights through `--jobs 2`, mid-batch (MiB):\n")
     print("| worker | RSS | PSS | file-backed PSS | anonymous |\n|---|---:|---:|---:|---:|")
     for i, row in enumerate(memory):
