@@ -180,6 +180,25 @@ def test_a_local_worker_killed_mid_batch_loses_no_sample(tmp_path):
             assert np.array_equal(got["logits"], model.infer(np.full((1, 3, 64, 64), i / 40, np.float32))["logits"])
 
 
+class _KillsItsWorker:
+    """Sample data whose unpickling ends the process that receives it, like a crash in a kernel."""
+
+    def __reduce__(self):
+        return os._exit, (3,)
+
+
+def test_a_sample_that_kills_workers_is_reported_and_the_rest_complete(tmp_path):
+    images = _images()[:12]
+    samples = {f"s{i:02d}": {"image": x[None]} for i, x in enumerate(images)}
+    samples["s05"] = _KillsItsWorker()
+    got = dict(batch.run(DIGITS, samples, jobs=2))
+    assert str(got["s05"]) == "s05: the worker process running it died twice (exit code 3)"
+    model = irrun.load(DIGITS)
+    for i, x in enumerate(images):
+        if i != 5:
+            assert np.array_equal(got[f"s{i:02d}"]["probabilities"], model.infer(x[None])["probabilities"])
+
+
 def test_killed_run_resumes_without_redoing_finished_samples(tmp_path):
     """SIGKILL the whole `irrun batch --jobs 2` half-way; the rerun finishes the set, and the
     results the killed run wrote are untouched (same mtime), none half-written."""
@@ -209,6 +228,29 @@ def test_killed_run_resumes_without_redoing_finished_samples(tmp_path):
         assert (out / f"{name}.npz").stat().st_mtime_ns == mtime, f"{name} was computed again"
     model = irrun.load(RESNET)
     check_results(out, {name: model.infer(x) for name, x in inputs.items()})
+
+
+def test_ctrl_c_stops_workers_and_keeps_finished_results(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(200):
+        np.save(folder / f"x{i:03d}.npy", np.full((1, 3, 64, 64), i / 200, np.float32))
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, "-m", "irrun", "batch", str(RESNET), str(folder), "-o", str(out), "-j", "2"],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(list(out.glob("x*.npz"))) < 20 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    workers = psutil.Process(run.pid).children()
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == 130, stderr
+    assert "interrupted: " in stdout and "samples not run; run the same command again" in stdout
+    assert "Traceback" not in stderr
+    assert len(workers) == 2 and not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+    assert not list(out.glob(".*.tmp"))
+    assert all(batch.result_is_whole(p) for p in out.glob("x*.npz"))
 
 
 def test_resume_overwrite_and_model_check(digits_set, tmp_path):
@@ -360,6 +402,22 @@ def test_dask_matches_infer_and_local_failures(digits_set, tmp_path, dask_client
     assert r.exit_code == 1
     check_results(tmp_path / "shipped", expected)
     assert check_failures(tmp_path / "shipped") == dask_failures
+
+
+def _models_held():
+    from irrun import samples
+    return [id(m) for m in samples._models.values()]
+
+
+def test_dask_workers_load_the_model_once_and_keep_it(dask_client):
+    images = _images()[:40]
+    inputs = {f"s{i}": {"image": x[None]} for i, x in enumerate(images)}
+    list(batch.run(DIGITS, inputs, client=dask_client))
+    held = dask_client.run(_models_held)
+    assert any(held.values())
+    list(batch.run(DIGITS, inputs, client=dask_client, ship_data=True))
+    for worker, ids in dask_client.run(_models_held).items():
+        assert set(held.get(worker, ())) <= set(ids)        # the same Model objects: not loaded again
 
 
 def test_dask_worker_killed_mid_batch_loses_no_sample(tmp_path, dask_client):
