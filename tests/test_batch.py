@@ -494,6 +494,31 @@ def test_threads_share_one_model(tmp_path):
                 assert all(np.array_equal(a[k], b[k]) for k in b)
 
 
+def test_threads_running_kernels_in_parts_leave_blas_as_it_was(tmp_path):
+    """Strided convolutions run their im2col blocks in parts, BLAS on one thread meanwhile; the
+    blocks of several calling threads overlap, and BLAS must get its thread count back after."""
+    from irrun import threads
+    if threads.blas_threads() is None:
+        pytest.skip("threadpoolctl does not see a BLAS here")
+    before = threads.threads()
+    threads.set_threads(2)
+    try:
+        x = ops.parameter([1, 32, 112, 112], np.float32, name="x")
+        w = ops.constant(np.random.default_rng(0).standard_normal((64, 32, 3, 3)).astype(np.float32) / 24)
+        xml = save(ov.Model([ops.result(ops.convolution(x, w, [2, 2], [1, 1], [1, 1], [1, 1]))], [x], "conv"),
+                   tmp_path)
+        model = irrun.load(xml)
+        xs = [np.random.default_rng(i).standard_normal((1, 32, 112, 112)).astype(np.float32) for i in range(12)]
+        serial = [next(iter(model.infer(v).values())) for v in xs]
+        for _ in range(3):
+            with ThreadPoolExecutor(4) as pool:
+                for got, expected in zip(pool.map(lambda v: next(iter(model.infer(v).values())), xs), serial):
+                    assert np.array_equal(got, expected)
+            assert threads.blas_threads() == 2
+    finally:
+        threads.set_threads(before)
+
+
 def accumulator_ir(tmp_path) -> Path:
     """acc = (previous acc, or x on the first call) + x; outputs acc."""
     x = ops.parameter([2, 3], np.float32, name="x")
