@@ -31,6 +31,7 @@ from .errors import UsageError
 from .model import Model
 from .samples import (ModelSpec, Sample, SampleError, compute, find_samples, result_is_whole,  # noqa: F401
                       result_path, stacked_samples)
+from .threads import available_cpus, set_threads
 
 MANIFEST = "batch.json"
 FAILURES = "failures.json"
@@ -114,9 +115,8 @@ class _ResultDir:
 
 
 def _job_count(jobs) -> int:
-    from .batch_workers import available_cores
     if jobs in (None, 0, "auto"):
-        return available_cores()
+        return available_cpus()
     try:
         jobs = int(jobs)
     except (TypeError, ValueError):
@@ -211,12 +211,13 @@ class BatchRun:
                 if client is not self._client:
                     client.close()
             return results, close
-        if (self.jobs > 1 and len(self.todo) > 1) or self._threads is not None:
-            # (a thread count holds only in a process started with it: one worker for one job)
+        if self.jobs > 1 and len(self.todo) > 1:
             from .batch_workers import LocalWorkers
             workers = LocalWorkers(self.spec, self.jobs, threads=self._threads, out_dir=out,
                                    return_outputs=self._return_outputs)
             return workers.results(self.todo), workers.close
+        if self._threads is not None:
+            set_threads(self._threads)       # (process-wide, as irrun.load(threads=) is)
         return ((s.id, compute(self.model, s, out, self._return_outputs)) for s in self.todo), lambda abort: None
 
     def _run(self):

@@ -13,11 +13,13 @@ nothing: the scheduler runs its tasks elsewhere, and a sample whose task killed
 `distributed.scheduler.allowed-failures` workers is reported as failed.
 
 Dask's nannies start workers with one BLAS / OpenMP thread each
-(`distributed.nanny.pre-spawn-environ`): the cluster's threads per worker are
-its parallelism.
+(`distributed.nanny.pre-spawn-environ`), and irrun's own pool on a worker takes
+the same count (unless IRRUN_THREADS is set there): the cluster's threads per
+worker are its parallelism.
 """
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections import deque
@@ -35,6 +37,7 @@ except ImportError:  # pragma: no cover - the extra is missing; `require()` says
 
 from .arrays import atomic_write
 from .samples import ModelSpec, Sample, SampleError, cached_model, compute, read_sample, write_result
+from .threads import set_threads
 
 _SCATTER_BYTES = 1 << 20     # sample data above this goes to the workers by scatter, not in the task
 _TASK_SECONDS = 0.25         # what a task should take, once a sample's time is known
@@ -100,9 +103,26 @@ def _probe(spec: ModelSpec, sample_file: str | None, dask_worker=None) -> str | 
     return None
 
 
+_threads_set = False
+
+
+def _size_threads() -> None:
+    """irrun's threads on a Dask worker: as many as its nanny gave BLAS (OMP_NUM_THREADS, one by
+    default), unless IRRUN_THREADS says otherwise; the worker's task threads are its parallelism."""
+    global _threads_set
+    if not _threads_set:
+        if not os.environ.get("IRRUN_THREADS", "").strip():
+            try:
+                set_threads(max(int(os.environ.get("OMP_NUM_THREADS", "1")), 1))
+            except ValueError:
+                set_threads(1)
+        _threads_set = True
+
+
 def run_task(spec: ModelSpec, samples: list[Sample], data: list) -> tuple[float, list]:
     """Samples on a worker (`data[i]`, when not None, is sample i's inputs): the seconds they
     took and [(sample id, outputs | SampleError)]."""
+    _size_threads()
     model = cached_model(spec, _shipped_copies(spec))
     start = time.perf_counter()
     done = [(s.id, compute(model, s if d is None else Sample(s.id, s.source, data=d))) for s, d in zip(samples, data)]

@@ -2,9 +2,9 @@
 
 Each worker is a fresh Python process (`sys.executable`) that loads the model
 once and then runs the samples it is sent, writing each result itself.  It is
-started with its BLAS / OpenMP thread counts (and IRRUN_THREADS) in its
-environment, so that they hold before it imports NumPy: workers x threads stay
-within the cores this process may use.  The weights are memory-mapped, so the
+started with its BLAS / OpenMP thread counts and IRRUN_THREADS (irrun's own pool,
+irrun/threads.py) in its environment, so that they hold before it imports NumPy:
+workers x threads stay within the cores this process may use.  The weights are memory-mapped, so the
 workers share one copy of the `.bin` in the page cache.
 
 Parent and worker talk over the worker's stdin and stdout (length-prefixed
@@ -29,6 +29,7 @@ from typing import Iterator
 
 from .errors import IrrunError
 from .samples import ModelSpec, Sample, SampleError, compute
+from .threads import available_cpus
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "IRRUN_THREADS")
@@ -38,15 +39,9 @@ _HEADER = struct.Struct("<Q")
 _STOP = object()
 
 
-def available_cores() -> int:
-    """The cores this process may run on (its affinity mask), not the machine's count."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(len(os.sched_getaffinity(0)), 1)
-    return os.cpu_count() or 1
-
-
 def threads_per_worker(jobs: int) -> int:
-    return max(available_cores() // max(jobs, 1), 1)
+    """Workers x threads within the CPUs this process may run on (its affinity mask)."""
+    return max(available_cpus() // max(jobs, 1), 1)
 
 
 def _send(stream, message) -> None:

@@ -147,13 +147,13 @@ def test_in_memory_samples_and_a_loaded_model():
 def test_workers_share_the_cores(digits_set, tmp_path):
     """Each worker's BLAS / OpenMP / irrun threads are set before it starts: workers x threads <= cores."""
     psutil = pytest.importorskip("psutil")
-    from irrun.batch_workers import available_cores
+    from irrun.threads import available_cpus
     folder, _ = digits_set
     run = batch.run(DIGITS, folder, jobs=2)
     next(run)
     workers = [p for p in psutil.Process().children() if "irrun.batch_workers" in " ".join(p.cmdline())]
     assert len(workers) == 2
-    threads = max(available_cores() // 2, 1)
+    threads = max(available_cpus() // 2, 1)
     for w in workers:
         env = w.environ()
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "IRRUN_THREADS"):
@@ -409,6 +409,11 @@ def _models_held():
     return [id(m) for m in samples._models.values()]
 
 
+def _irrun_threads():
+    from irrun import threads
+    return threads.threads()
+
+
 def test_dask_workers_load_the_model_once_and_keep_it(dask_client):
     images = _images()[:40]
     inputs = {f"s{i}": {"image": x[None]} for i, x in enumerate(images)}
@@ -418,6 +423,8 @@ def test_dask_workers_load_the_model_once_and_keep_it(dask_client):
     list(batch.run(DIGITS, inputs, client=dask_client, ship_data=True))
     for worker, ids in dask_client.run(_models_held).items():
         assert set(held.get(worker, ())) <= set(ids)        # the same Model objects: not loaded again
+    # irrun's pool takes the one BLAS thread Dask's nannies give each worker.
+    assert set(dask_client.run(_irrun_threads).values()) == {1}
 
 
 def test_dask_worker_killed_mid_batch_loses_no_sample(tmp_path, dask_client):

@@ -9,6 +9,7 @@ import click
 from ..batch import FAILURES, run
 from ..errors import UsageError
 from ..samples import SampleError
+from ..threads import available_cpus
 from .base import cli, parse_size
 from .progress import Progress
 
@@ -34,7 +35,8 @@ def _summary_text(summary: dict, how_stopped: str | None) -> list[str]:
 @click.option("--jobs", "-j", default="1", show_default=True, metavar="N|auto",
               help="Local worker processes, each loading the model once (auto: one per available core).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Kernel threads per worker (default: available cores / jobs).")
+              help="Threads for kernels and BLAS in each worker (default: available cores / jobs; "
+                   "with one job, in this process).")
 @click.option("--dask", "dask_address", metavar="ADDRESS",
               help="Run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786).")
 @click.option("--resume/--overwrite", default=True, show_default=True,
@@ -66,9 +68,8 @@ def batch_cmd(model, inputs, out_dir, jobs, threads, dask_address, resume, fail_
                 max_memory=parse_size(max_memory) if max_memory else None)
     progress = Progress(len(batch.todo), enabled=not quiet)
     if not quiet:
-        from ..batch_workers import available_cores
-        if not dask_address and batch.jobs > available_cores():
-            progress.message(f"note: {batch.jobs} jobs on {available_cores()} available cores: they take turns")
+        if not dask_address and batch.jobs > available_cpus():
+            progress.message(f"note: {batch.jobs} jobs on {available_cpus()} available cores: they take turns")
         for name in batch.ignored:
             progress.message(f"note: {inputs}: array {name!r} is not an input of the model; left out")
         if batch.skipped:
