@@ -23,11 +23,12 @@ import struct
 import subprocess
 import sys
 import threading
+import warnings
 from collections import Counter, deque
 from pathlib import Path
 from typing import Iterator
 
-from .errors import IrrunError
+from .errors import IrrunError, IrrunWarning
 from .samples import ModelSpec, Sample, SampleError, compute
 from .threads import available_cpus
 
@@ -73,6 +74,7 @@ def worker_main() -> None:
     if setup is _STOP:
         return
     spec, out_dir, return_outputs = setup
+    warnings.simplefilter("ignore", IrrunWarning)       # the parent, loading the same model, showed them
     try:
         model = spec.load()
     except IrrunError as exc:

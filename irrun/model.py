@@ -178,6 +178,7 @@ class Model:
             _declared_values_overridden(overridden, str(document.path))
         self.path = document.path
         self.max_memory = max_memory
+        self.strict = strict
         self._source = ModelSource(document.path)
         # Calls on a stateful model are a sequence: one at a time (see the class docstring).
         self._turn = threading.RLock()
@@ -361,8 +362,13 @@ class Model:
         that changed since the model was loaded."""
         return self._source.fingerprint()
 
+    def options(self) -> dict:
+        """What `load` was given that decides the results (a pickle carries them; threads are the
+        receiving process's own)."""
+        return {"max_memory": self.max_memory, "precision": self.precision, "strict": self.strict}
+
     def __reduce__(self):
-        return _unpickle_model, (str(self._source.xml), self.max_memory, self.fingerprint())
+        return _unpickle_model, (str(self._source.xml), self.options(), self.fingerprint())
 
     def close(self):
         if self.weights is not None:
@@ -419,7 +425,7 @@ def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
     return value if value.dtype == carrier else value.astype(carrier)
 
 
-def _unpickle_model(path: str, max_memory: int | None, fingerprint: str) -> Model:
+def _unpickle_model(path: str, options: dict, fingerprint: str) -> Model:
     """Checked before loading (other files may not even load) and after (they may change meanwhile)."""
     def check(found: str) -> None:
         if found != fingerprint:
@@ -429,7 +435,7 @@ def _unpickle_model(path: str, max_memory: int | None, fingerprint: str) -> Mode
         check(fingerprint_files(path))
     except OSError as exc:
         raise UnreadableFileError(f"cannot read the pickled model's file: {exc.strerror or exc}", file=path) from None
-    model = Model(path, max_memory=max_memory)
+    model = Model(path, **options)
     check(model.fingerprint())
     return model
 

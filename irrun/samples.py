@@ -279,12 +279,12 @@ class ModelSpec:
     fingerprint the files it finds must have."""
 
     xml: str
-    max_memory: int | None
     fingerprint: str
+    options: tuple = ()          # Model.options() as (name, value) pairs
 
     @classmethod
     def of(cls, model: Model) -> "ModelSpec":
-        return cls(str(model._source.xml), model.max_memory, model.fingerprint())
+        return cls(str(model._source.xml), model.fingerprint(), tuple(sorted(model.options().items())))
 
     def find(self, elsewhere: Iterable[Path] = ()) -> Path:
         """The model's .xml on this machine: at its path, or at one of `elsewhere` (a shipped
@@ -297,7 +297,7 @@ class ModelSpec:
         raise ModelError("cannot be read here (no such file)", file=self.xml)
 
     def load(self, elsewhere: Iterable[Path] = ()) -> Model:
-        model = Model(self.find(elsewhere), max_memory=self.max_memory)
+        model = Model(self.find(elsewhere), **dict(self.options))
         if model.fingerprint() != self.fingerprint:
             raise ModelError("changed while it was being loaded", file=self.xml)
         return model

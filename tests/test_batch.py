@@ -444,7 +444,8 @@ def test_dask_ships_the_model_to_workers_that_lack_it(tmp_path, dask_client):
     """Workers told a path they cannot read get the files (a worker plugin) with --ship-data;
     without it, one line says what is wrong."""
     model = irrun.load(DIGITS)
-    elsewhere = ModelSpec(str(tmp_path / "not-on-the-workers" / "model.xml"), None, model.fingerprint())
+    elsewhere = ModelSpec(str(tmp_path / "not-on-the-workers" / "model.xml"), model.fingerprint(),
+                          ModelSpec.of(model).options)
     images = _images()[:6]
     samples = [Sample(f"s{i}", f"s{i}", data=x[None]) for i, x in enumerate(images)]
     with pytest.raises(UsageError, match="the model cannot be read here .*use --ship-data"):
@@ -483,6 +484,31 @@ def test_model_pickles_as_its_paths_and_loads_again(tmp_path):
     # ... and a model whose files changed since it was loaded is not pickled as what it holds.
     with pytest.raises(ModelError, match="changed since it was loaded"):
         pickle.dumps(unpickled_before)
+
+
+def f16_chain_ir(tmp_path) -> Path:
+    """f16 arithmetic whose result depends on the precision it is computed in."""
+    x = ops.parameter([8], np.float16, name="x")
+    y = ops.multiply(x, ops.constant(np.full(8, 1 / 3, np.float16)))
+    for _ in range(5):
+        y = ops.add(ops.multiply(y, ops.constant(np.full(8, 1.37, np.float16))), ops.constant(np.full(8, 0.011, np.float16)))
+    return save(ov.Model([ops.result(y)], [x], "chain"), tmp_path)
+
+
+def test_load_options_travel_with_the_model(tmp_path):
+    """precision and strict decide the results: a pickle and every batch worker load with them."""
+    xml = f16_chain_ir(tmp_path)
+    declared = irrun.load(xml, precision="declared", strict=True)
+    again = pickle.loads(pickle.dumps(declared))
+    assert again.options() == declared.options() == {"max_memory": None, "precision": "declared", "strict": True}
+    samples = {f"s{i}": np.linspace(0.1, 7 + i, 8).astype(np.float16) for i in range(6)}
+    expected = {k: declared.infer(v) for k, v in samples.items()}
+    assert any(not np.array_equal(next(iter(irrun.load(xml).infer(v).values())),
+                                  next(iter(expected[k].values()))) for k, v in samples.items())
+    for jobs in (1, 2):
+        got = dict(batch.run(xml, samples, jobs=jobs, precision="declared"))
+        for k in samples:
+            assert np.array_equal(next(iter(got[k].values())), next(iter(expected[k].values()))), (jobs, k)
 
 
 def test_threads_share_one_model(tmp_path):

@@ -10,7 +10,7 @@ from ..batch import FAILURES, run
 from ..errors import UsageError
 from ..samples import SampleError
 from ..threads import available_cpus
-from .base import cli, parse_size
+from .base import cli, parse_size, precision_options
 from .progress import Progress
 
 
@@ -51,8 +51,9 @@ def _summary_text(summary: dict, how_stopped: str | None) -> list[str]:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes (failures are still reported).")
 @click.option("--max-memory", type=str, default=None, metavar="SIZE",
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
+@precision_options
 def batch_cmd(model, inputs, out_dir, jobs, threads, dask_address, resume, fail_fast, fmt, stacked, ship_data,
-              quiet, max_memory):
+              quiet, max_memory, precision, strict):
     """Run MODEL on every sample in INPUTS and write the results to OUTDIR.
 
     INPUTS is a directory (its .npz / .npy files) or a glob pattern: an .npz per sample keyed
@@ -65,7 +66,7 @@ def batch_cmd(model, inputs, out_dir, jobs, threads, dask_address, resume, fail_
         raise UsageError("--ship-data applies to --dask (local workers read the samples themselves)")
     batch = run(model, inputs, out_dir, jobs=jobs, client=dask_address, resume=resume, fail_fast=fail_fast,
                 stacked=stacked, ship_data=ship_data, return_outputs=False, threads=threads,
-                max_memory=parse_size(max_memory) if max_memory else None)
+                max_memory=parse_size(max_memory) if max_memory else None, precision=precision, strict=strict)
     progress = Progress(len(batch.todo), enabled=not quiet)
     if not quiet:
         if not dask_address and batch.jobs > available_cpus():
