@@ -21,6 +21,7 @@ from .arrays import load_array_file, save_npz
 from .errors import InputError, IrrunError, ModelError, UsageError
 from .fingerprint import fingerprint_files
 from .model import Model
+from .results import Results
 
 SAMPLE_SUFFIXES = (".npz", ".npy")
 
@@ -207,7 +208,7 @@ def infer_sample(model: Model, inputs) -> dict[str, np.ndarray]:
         if steps is None:
             return model.infer(inputs)
         results = [model.infer(step(t)) for t in range(steps)]
-    stacked = {}
+    stacked = Results()
     for name in results[0]:
         shapes = {r[name].shape for r in results}
         if len(shapes) > 1:
