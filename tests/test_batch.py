@@ -25,7 +25,7 @@ import openvino.opset6 as ops
 import pytest
 from click.testing import CliRunner
 from openvino.op.util import Variable, VariableInfo
-from ovutil import CPU_F32, assert_close, save
+from ovutil import assert_close, compile_cpu, save
 
 import irrun
 from irrun import batch, batch_dask
@@ -314,8 +314,7 @@ def test_stacked_test_set_through_the_classifier(tmp_path):
     assert r.exit_code == 0, r.output
     assert "array 'labels' is not an input of the model; left out" in r.output
     assert len(list(out.glob("*.npz"))) == len(images)
-    core = ov.Core()
-    compiled = core.compile_model(core.read_model(str(DIGITS)), "CPU", CPU_F32)
+    compiled = compile_cpu(DIGITS)
     expected = compiled(images)[0]
     got = np.concatenate([np.load(out / f"{i:03d}.npz")["probabilities"] for i in range(len(images))])
     assert_close(got, expected)
@@ -571,8 +570,7 @@ def test_stateful_samples_are_sequences_with_fresh_state(tmp_path):
     samples = {"seq5": rng.standard_normal((5, 2, 3)).astype(np.float32),
                "seq2": rng.standard_normal((2, 2, 3)).astype(np.float32),
                "single": rng.standard_normal((2, 3)).astype(np.float32)}
-    core = ov.Core()
-    request = core.compile_model(core.read_model(str(xml)), "CPU", CPU_F32).create_infer_request()
+    request = compile_cpu(xml).create_infer_request()
     for jobs in (1, 2):
         got = dict(batch.run(xml, samples, jobs=jobs))
         for name, x in samples.items():
