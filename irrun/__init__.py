@@ -8,7 +8,9 @@ from .results import Results
 
 __version__ = "0.1.0"
 
+from . import batch  # noqa: E402  (irrun.batch.run: many samples, local workers or a Dask cluster)
+
 __all__ = ["load", "validate", "repair", "extract", "Model", "PortInfo", "Report", "RepairReport", "Results",
            "IrrunError", "ModelError",
            "InputError", "ShapeError", "UnreadableFileError", "UnsupportedError", "UsageError",
-           "ResourceLimitError", "__version__"]
+           "ResourceLimitError", "batch", "__version__"]

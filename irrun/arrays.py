@@ -49,16 +49,21 @@ def load_array_file(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
 
 
 @contextmanager
-def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[IO]:
+def atomic_write(path: str | Path, mode: str = "wb", *, durable: bool = True) -> Iterator[IO]:
     """Write `path` through a temporary file in the same directory, renamed over it only once
-    everything was written: a crash or a kill never leaves a half-written file behind."""
+    everything was written: a crash or a kill never leaves a half-written file behind.
+
+    `durable=False` skips the fsync before the rename (milliseconds a file): a killed process
+    still leaves the whole file or none, only a power cut may lose it (for many small files
+    whose reader checks them, like batch results)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, mode) as f:
             yield f
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -68,16 +73,35 @@ def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[IO]:
         raise
 
 
-def save_npz(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
-    """`arrays` as an uncompressed `.npz` at exactly `path` (NumPy itself would append `.npz`
-    to a name without it), atomically."""
-    with atomic_write(path) as f:
-        np.savez(f, **arrays)
+def _storable(array) -> np.ndarray:
+    """irrun's string tensors (object arrays of str) as NumPy str arrays: the same text,
+    readable without pickle."""
+    array = np.asanyarray(array)
+    if array.dtype == object and all(isinstance(s, str) for s in array.reshape(-1).tolist()):
+        return np.array(array.tolist(), dtype=str).reshape(array.shape)
+    return array
+
+
+def save_npz(path: str | Path, arrays: dict[str, np.ndarray], *, durable: bool = True) -> None:
+    """`arrays` as an uncompressed `.npz` at exactly `path`, atomically, readable without
+    pickle.  Written member by member as `np.savez` does, but without passing names as
+    keyword arguments (an output called `file` or `allow_pickle` would not survive that).
+    `durable`: as in atomic_write."""
+    with atomic_write(path, durable=durable) as f:
+        write_npz(f, arrays)
+
+
+def write_npz(f: IO[bytes], arrays: dict[str, np.ndarray]) -> None:
+    """`arrays` as an uncompressed `.npz` into an open binary file (see save_npz)."""
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, value in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, _storable(value), allow_pickle=False)
 
 
 def save_npy(path: str | Path, array: np.ndarray) -> None:
     with atomic_write(path) as f:
-        np.save(f, array, allow_pickle=False)
+        np.save(f, _storable(array), allow_pickle=False)
 
 
 # ---------------------------------------------------------------- where outputs go
@@ -122,7 +146,7 @@ def save_outputs(target: str, arrays: dict[str, np.ndarray], stdout: IO[bytes] |
     kind = output_target_kind(target)
     if kind == "stdout":
         buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
+        write_npz(buffer, arrays)
         stdout.write(buffer.getvalue())
         stdout.flush()
         return ["-"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from .errors import (DeclaredValuesWarning, InputError, IrrunError, LayerRef, Mo
 from . import etypes
 from .etypes import ElementType
 from .executor import Plan
+from .fingerprint import ModelSource, fingerprint_files
 from .ir import IRDocument, Layer, parse_document, v10_interface_type
 from .precision import check_precision, prepare
 from .registry import TensorType
@@ -138,7 +140,14 @@ def _declared_values_overridden(overridden: list, file: str) -> None:
 
 
 class Model:
-    """A loaded IR, ready to run.  Use `irrun.load(path)`."""
+    """A loaded IR, ready to run.  Use `irrun.load(path)`.
+
+    Threads may share one Model: each call keeps its tensors to itself, so calls on a model
+    without variables run concurrently (NumPy releases the GIL in its kernels); calls on a
+    stateful model (ReadValue/Assign) take turns, each seeing the state the previous one left.
+    A Model pickles as its file paths and options and loads again where it is unpickled,
+    refusing files whose contents differ from those loaded here; variables start afresh there.
+    """
 
     def __init__(self, path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
                  precision: str = "f32", strict: bool = False):
@@ -168,6 +177,11 @@ class Model:
         if overridden:
             _declared_values_overridden(overridden, str(document.path))
         self.path = document.path
+        self.max_memory = max_memory
+        self.strict = strict
+        self._source = ModelSource(document.path)
+        # Calls on a stateful model are a sequence: one at a time (see the class docstring).
+        self._turn = threading.RLock()
         self.document = document
         self.analysis = analysis
         self.weights = weights
@@ -287,14 +301,18 @@ class Model:
         if self.weights is not None:
             self.weights.check_unchanged()
         context = self.analysis.context
-        context.assigned.clear()
-        try:
+        if not context.variables:
             values = self._plan.run(feeds, profile)
-            # Assigns take effect together once the call succeeds: every ReadValue
-            # of this call saw the values from before it.
-            context.state.update(context.assigned)
-        finally:
-            context.assigned.clear()
+        else:
+            with self._turn:
+                context.assigned.clear()
+                try:
+                    values = self._plan.run(feeds, profile)
+                    # Assigns take effect together once the call succeeds: every ReadValue
+                    # of this call saw the values from before it.
+                    context.state.update(context.assigned)
+                finally:
+                    context.assigned.clear()
         out = Results()
         for info, value in zip(self.outputs, values):
             value = self._execution.output(value, info.element_type)
@@ -314,13 +332,43 @@ class Model:
         """Each variable's current value by variable_id, like OpenVINO's `InferRequest.query_state()`:
         what the last Assign stored, or zeros of the variable's shape before that (dynamic dims 0)."""
         context = self.analysis.context
-        return {vid: np.array(context.state[vid]) if vid in context.state else reader.reset_value()
-                for vid, reader in context.variables.items()}
+        with self._turn:
+            return {vid: np.array(context.state[vid]) if vid in context.state else reader.reset_value()
+                    for vid, reader in context.variables.items()}
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the model has variables (ReadValue/Assign) that carry values from call to call."""
+        return bool(self.analysis.context.variables)
 
     def reset_state(self) -> None:
         """Forget every variable's value, like `InferRequest.reset_state()`: the next call starts
         from the initializing values again."""
-        self.analysis.context.state.clear()
+        with self._turn:
+            self.analysis.context.state.clear()
+
+    @contextmanager
+    def sequence(self):
+        """`with model.sequence():` a run of calls that belong together, from this thread: the
+        variables start from their initializing values, and other threads' calls on this
+        stateful model wait until the block ends."""
+        with self._turn:
+            self.reset_state()
+            yield self
+
+    # ------------------------------------------------------------ pickling
+    def fingerprint(self) -> str:
+        """A digest of the loaded `.xml` and `.bin` (see irrun/fingerprint.py); refuses files
+        that changed since the model was loaded."""
+        return self._source.fingerprint()
+
+    def options(self) -> dict:
+        """What `load` was given that decides the results (a pickle carries them; threads are the
+        receiving process's own)."""
+        return {"max_memory": self.max_memory, "precision": self.precision, "strict": self.strict}
+
+    def __reduce__(self):
+        return _unpickle_model, (str(self._source.xml), self.options(), self.fingerprint())
 
     def close(self):
         if self.weights is not None:
@@ -375,6 +423,21 @@ def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
     """IR v10 outputs are converted by OpenVINO: integers to i32, the rest to f32."""
     carrier = v10_interface_type(etype, output=True).carrier
     return value if value.dtype == carrier else value.astype(carrier)
+
+
+def _unpickle_model(path: str, options: dict, fingerprint: str) -> Model:
+    """Checked before loading (other files may not even load) and after (they may change meanwhile)."""
+    def check(found: str) -> None:
+        if found != fingerprint:
+            raise ModelError("is not the model that was pickled: its contents differ from the files the sender "
+                             "loaded", file=path)
+    try:
+        check(fingerprint_files(path))
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot read the pickled model's file: {exc.strerror or exc}", file=path) from None
+    model = Model(path, **options)
+    check(model.fingerprint())
+    return model
 
 
 def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None,

@@ -115,36 +115,59 @@ def blas_threads() -> int | None:
     return max(counts) if counts else None
 
 
+_single_blas_blocks = 0            # callers inside single_threaded_blas (threads sharing a model)
+_single_blas_limit = None          # threadpoolctl's limiter while any is
+
+
 @contextmanager
 def single_threaded_blas():
-    """BLAS on one thread for the block (parts on the pool call it side by side)."""
+    """BLAS on one thread for the block (parts on the pool call it side by side).
+
+    BLAS's thread count is the process's: blocks of several threads overlap, so the first to
+    enter limits it and the last to leave restores it (nested limiters would restore out of
+    order and leave BLAS on one thread for good)."""
+    global _single_blas_blocks, _single_blas_limit
     controller = _blas_controller()
     if controller is None or threads() == 1:
         yield
         return
-    with controller.limit(limits=1, user_api="blas"):
+    with _lock:
+        _single_blas_blocks += 1
+        if _single_blas_blocks == 1:
+            _single_blas_limit = controller.limit(limits=1, user_api="blas")
+    try:
         yield
+    finally:
+        with _lock:
+            _single_blas_blocks -= 1
+            if _single_blas_blocks == 0:
+                _single_blas_limit.restore_original_limits()
+                _single_blas_limit = None
 
 
 def _forget_pool() -> None:
     """In a forked child: the parent's pool has no threads here and would never run a part."""
-    global _pool, _pool_size, _lock
+    global _pool, _pool_size, _lock, _single_blas_blocks, _single_blas_limit
     _pool, _pool_size, _lock = None, 0, threading.Lock()
+    _single_blas_blocks, _single_blas_limit = 0, None
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def _get_pool(workers: int) -> ThreadPoolExecutor:
+def _submit(fn, calls: Sequence[tuple]) -> list:
+    """fn(*args) for each of `calls` on the pool, grown to run them all at once.  Submitted under
+    the lock: another thread growing the pool shuts the old one down, which then takes nothing
+    new (what it was given still runs)."""
     global _pool, _pool_size
     with _lock:
-        if _pool is None or _pool_size < workers:
+        if _pool is None or _pool_size < len(calls):
             old = _pool
-            _pool, _pool_size = ThreadPoolExecutor(workers, thread_name_prefix="irrun"), workers
+            _pool, _pool_size = ThreadPoolExecutor(len(calls), thread_name_prefix="irrun"), len(calls)
             if old is not None:
                 old.shutdown(wait=False)
-        return _pool
+        return [_pool.submit(fn, *args) for args in calls]
 
 
 def parts_for(elements: int, most: int | None = None) -> int:
@@ -177,8 +200,7 @@ def run_parts(fn: Callable[[int, int], object], ranges: Sequence[tuple[int, int]
     An exception in any part is raised here, after every part has finished."""
     if len(ranges) <= 1:
         return [fn(*r) for r in ranges]
-    pool = _get_pool(len(ranges) - 1)
-    pending = [pool.submit(_run_part, fn, a, b) for a, b in ranges[1:]]
+    pending = _submit(_run_part, [(fn, a, b) for a, b in ranges[1:]])
     try:
         first = [_run_part(fn, *ranges[0])]
     finally:

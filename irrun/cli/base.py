@@ -23,6 +23,17 @@ def parse_size(text: str) -> int:
     return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
 
 
+def precision_options(command):
+    """`--precision` and `--strict`, shared by the commands that run a model."""
+    from ..precision import PRECISIONS
+    command = click.option("--strict", is_flag=True,
+                           help="Refuse a model whose declared port shapes or precisions contradict inference (by "
+                                "default it runs with the inferred ones, as OpenVINO does).")(command)
+    return click.option("--precision", type=click.Choice(PRECISIONS), default="f32", show_default=True,
+                        help="f32: f16/bf16 layers computed in f32, as OpenVINO's CPU plugin does; declared: every "
+                             "layer in its declared type (f16 results rounded, as on f16 devices).")(command)
+
+
 def threads_option(command):
     """`--threads N`, shared by the commands that run a model."""
     return click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",

@@ -12,10 +12,9 @@ import click
 from ..arrays import output_target_kind, save_outputs
 from ..errors import UsageError
 from ..model import load
-from ..precision import PRECISIONS
 from ..shapes import format_shape
 from ..summary import format_summary, tensor_summary
-from .base import cli, collect_inputs, parse_size, threads_option
+from .base import cli, collect_inputs, parse_size, precision_options, threads_option
 
 
 def _print_profile(timings: list) -> None:
@@ -47,12 +46,7 @@ def _print_profile(timings: list) -> None:
 @threads_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="How to print the outputs' summary; json: {\"outputs\": [...]} on stdout, for scripts.")
-@click.option("--precision", type=click.Choice(PRECISIONS), default="f32", show_default=True,
-              help="f32: f16/bf16 layers computed in f32, as OpenVINO's CPU plugin does; declared: every layer in "
-                   "its declared type (f16 results rounded, as on f16 devices).")
-@click.option("--strict", is_flag=True,
-              help="Refuse a model whose declared port shapes or precisions contradict inference (by default it "
-                   "runs with the inferred ones, as OpenVINO does).")
+@precision_options
 def infer(model, inputs, output, max_memory, profile, threads, fmt, precision, strict):
     """Run MODEL on the given inputs."""
     if output is not None:
