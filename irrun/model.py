@@ -27,6 +27,7 @@ from .registry import TensorType
 from .results import Results
 from .shapes import Dim, Shape, format_shape
 from .threads import set_threads, threads as current_threads
+from .watch import Collect, Timings, resolve_outputs
 from .weights import Weights
 
 
@@ -198,6 +199,7 @@ class Model:
         for i, (info, layer) in enumerate(zip(self.inputs, params)):
             for key in (*info.names, layer.name):
                 self._input_lookup.setdefault(key, i)
+        self._added: dict[tuple[str, int], str] = {}     # add_outputs: (layer id, port) -> key
         keep_freed_memory()
         # A constant only folding reads (an f16 weight, once decompressed) leaves memory as it is dropped.
         with _no_cyclic_gc():
@@ -291,38 +293,64 @@ class Model:
                                      f"{list(array.shape)} (dim {i}: {n} is not {d})", file=file)
         return array
 
-    def infer(self, inputs: Any, *, profile: list | None = None) -> Results:
+    def infer(self, inputs: Any, *, intermediates: bool | str = False, bodies: bool = False,
+              profile: list | None = None, watch=()) -> Results:
         """Run the model.  `inputs`: dict by name, list in input order, or one array.  The result maps
         output names to arrays in output order; `result[0]` is the first output (irrun/results.py).
 
-        With `profile=[]`, (layer, seconds) is appended to it for every layer run.
+        Returns the outputs by name, then the tensors `add_outputs` asked for, then with
+        `intermediates=True` every layer output keyed "<layer name>:<output index>" in
+        topological order (Parameters included; Constants too with `intermediates="all"`), and
+        with `bodies=True` as well the outputs of the layers inside Loop, TensorIterator and If
+        bodies, per iteration (see irrun/watch.py for the key form).  `watch`: more
+        `irrun.watch.Watcher`s to run.  With `profile=[]`, (layer, seconds) is appended to it for
+        every layer run.
         """
+        if intermediates not in (False, True, "all"):
+            raise UsageError(f'intermediates must be False, True or "all", not {intermediates!r}')
+        if bodies and not intermediates:
+            raise UsageError("bodies=True shows the layers inside bodies along with every other layer: "
+                             "pass intermediates=True too")
         feeds = self._feeds(inputs)
         if self.weights is not None:
             self.weights.check_unchanged()
+        watchers = list(watch)
+        added = Collect(frozenset(lid for lid, _ in self._added), True, ports=self._added) if self._added else None
+        every = Collect(None, intermediates == "all", bodies) if intermediates else None
+        timings = Timings() if profile is not None else None
+        watchers += [w for w in (added, every, timings) if w is not None]
         context = self.analysis.context
         if not context.variables:
-            values = self._plan.run(feeds, profile)
+            values = self._plan.run(feeds, tuple(watchers))
         else:
             with self._turn:
                 context.assigned.clear()
                 try:
-                    values = self._plan.run(feeds, profile)
+                    values = self._plan.run(feeds, tuple(watchers))
                     # Assigns take effect together once the call succeeds: every ReadValue
                     # of this call saw the values from before it.
                     context.state.update(context.assigned)
                 finally:
                     context.assigned.clear()
+        if timings is not None:
+            profile.extend((t.node.layer, t.seconds) for t in timings.steps)
         out = Results()
         for info, value in zip(self.outputs, values):
             value = self._execution.output(value, info.element_type)
-            if value.base is not None or not value.flags.writeable or \
-                    any(np.may_share_memory(value, f) for f in feeds.values()):
-                # A view may alias an input, a constant, the weights or a variable:
-                # the caller gets an array of its own, as from OpenVINO.
-                value = value.copy()
-            out[info.name] = value
+            out[info.name] = _own(value, feeds)
+        for collected in (added, every):
+            if collected is not None:
+                for key, value in collected.values.items():
+                    out.setdefault(key, _own(value, feeds))
         return out
+
+    def add_outputs(self, names) -> list[str]:
+        """Keep these tensors too, as OpenVINO's `Model.add_outputs` does: later `infer` calls
+        return them beside the outputs.  `names`: layer names (every output of the layer),
+        "layer:port" keys, tensor names or (layer name, port) pairs.  Returns their keys."""
+        found = resolve_outputs(self.layers, self.analysis.live, names)
+        self._added.update(found)
+        return list(found.values())
 
     __call__ = infer
 
@@ -403,6 +431,15 @@ def _check_integer_range(name: str, etype: ElementType, array: np.ndarray, file:
         raise InputError(f"input {name!r} is {etype}, which holds {low}..{high}; got {array[where]} at index "
                          f"{list(map(int, where))} ({len(bad)} value{'s' if len(bad) != 1 else ''} out of range)",
                          file=file)
+
+
+def _own(value: np.ndarray, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    """`value`, or a copy where it is a view that may alias an input, a constant, the weights or a
+    variable: the caller gets an array of its own, as from OpenVINO."""
+    if value.base is not None or not value.flags.writeable or any(np.may_share_memory(value, f)
+                                                                   for f in feeds.values()):
+        return value.copy()
+    return value
 
 
 def _string_array(name: str, array: np.ndarray, file: str) -> np.ndarray:

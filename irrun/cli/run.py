@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..arrays import output_target_kind, save_outputs
+from ..dump import Dump, select_layers
 from ..errors import UsageError
 from ..model import load
 from ..shapes import format_shape
@@ -43,11 +44,19 @@ def _print_profile(timings: list) -> None:
 @click.option("--max-memory", type=str, default=None, metavar="SIZE",
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
 @click.option("--profile", is_flag=True, help="Print time per layer type and the slowest layers.")
+@click.option("--dump", type=click.Path(), metavar="PATH",
+              help="Write every layer's output as it is produced: PATH.npz is one archive, any other PATH a "
+                   "directory of .npy files with index.json.")
+@click.option("--dump-filter", metavar="REGEX|TYPE",
+              help="Dump only the layers of this op type, or whose names match this regular expression.")
+@click.option("--dump-bodies", is_flag=True,
+              help="Dump the layers inside Loop, TensorIterator and If bodies too, per iteration.")
 @threads_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="How to print the outputs' summary; json: {\"outputs\": [...]} on stdout, for scripts.")
 @precision_options
-def infer(model, inputs, output, max_memory, profile, threads, fmt, precision, strict):
+def infer(model, inputs, output, max_memory, profile, dump, dump_filter, dump_bodies, threads, fmt, precision,
+          strict):
     """Run MODEL on the given inputs."""
     if output is not None:
         output_target_kind(output)      # a bad --output is refused before the model runs
@@ -58,13 +67,20 @@ def infer(model, inputs, output, max_memory, profile, threads, fmt, precision, s
     if not inputs:
         want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
         raise UsageError(f"no --input given; the model takes: {want}")
+    if (dump_filter or dump_bodies) and not dump:
+        raise UsageError("--dump-filter and --dump-bodies go with --dump PATH")
     names = {n for i in m.inputs for n in (i.name, *i.names, i.layer.name)}
     feeds, ignored = collect_inputs(inputs, names)
     for archive, extra in ignored.items():
         click.echo(f"note: ignored {', '.join(extra)} in {archive} (not inputs of the model)", err=True)
     to_stdout = output == "-"
     timings: list | None = [] if profile else None
-    outputs = m.infer(feeds, profile=timings)
+    if dump:
+        with Dump(dump, select_layers(m, dump_filter), bodies=dump_bodies) as dumped:
+            outputs = m.infer(feeds, profile=timings, watch=[dumped])
+        click.echo(f"dumped {len(dumped.written)} tensors to {dump}", err=True)
+    else:
+        outputs = m.infer(feeds, profile=timings)
     if timings is not None:
         with contextlib.redirect_stdout(sys.stderr if fmt == "json" or to_stdout else sys.stdout):
             _print_profile(timings)                         # stdout carries the JSON or the .npz only

@@ -1,0 +1,216 @@
+"""Watching a run: what every observer of a layer's outputs shares.
+
+The executor (`Plan.run(feeds, watchers)`) hands each watcher a `Produced` for
+every layer it selects, the moment the layer's step ends: before a later step
+may overwrite a buffer in place and before the step's frees drop it.  Layers
+that are not run in the call (Parameters, and layers folded into constants at
+load) are reported at their place in the order from their values.  Profiling,
+traces, intermediates, dumps, comparisons and `Model.add_outputs` are all
+watchers; with none attached the executor runs its fast loop untouched.
+
+Tensor keys.  A layer output is named `"<layer name>:<output index>"` (the index
+is the output's position among the layer's outputs, as OpenVINO's
+`node.output(i)`).  Inside a sub-graph body the key is prefixed by the path of
+the layers that own it and suffixed with the iteration: a Loop or
+TensorIterator body gives `loop/layer:0@iter3`, an If body `if/then/layer:0` or
+`if/else/layer:0`, and nested bodies compose (`outer/inner/layer:0@iter2@iter5`,
+iterations outermost first).  `tensor_key` is the only place that spells this.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BODY_TAGS = {"body": "", "then_body": "then/", "else_body": "else/"}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a body layer runs: the path of owning layers and the iteration numbers."""
+
+    prefix: str = ""                    # "loop/", "if/then/", "outer/inner/"
+    iterations: tuple[int, ...] = ()    # one per enclosing Loop / TensorIterator, outermost first
+
+    def enter(self, owner_name: str, tag: str, iteration: int | None) -> Scope:
+        iterations = self.iterations if iteration is None else self.iterations + (iteration,)
+        return Scope(f"{self.prefix}{owner_name}/{BODY_TAGS.get(tag, tag + '/')}", iterations)
+
+
+TOP = Scope()
+
+
+def tensor_key(layer_name: str, port: int, scope: Scope = TOP) -> str:
+    """The key of output `port` of the layer `layer_name` (see the module docstring)."""
+    return f"{scope.prefix}{layer_name}:{port}" + "".join(f"@iter{i}" for i in scope.iterations)
+
+
+def split_key(key: str) -> tuple[str, int | None]:
+    """`"name:1"` -> ("name", 1); a bare layer name -> (name, None).  Top-level keys only."""
+    name, sep, port = key.rpartition(":")
+    if sep and port.isdigit():
+        return name, int(port)
+    return key, None
+
+
+@dataclass(slots=True)
+class Produced:
+    """One layer's outputs as a watcher sees them."""
+
+    node: object                # analysis.Node: .layer (id, name, type, line ...), .types, .inputs
+    values: tuple               # the outputs in port order (None where a port is absent)
+    scope: Scope
+    start: float = 0.0          # perf_counter() at the step's start (timed watchers only)
+    seconds: float = 0.0        # the kernel's time (timed watchers only; 0 for what was not run)
+    folded: bool = False        # a Parameter, a Constant or a layer folded at load: not run in this call
+    volatile: tuple = ()        # per output: a later step may overwrite its buffer in place
+    inputs: tuple = ()          # the step's input arrays, for their shapes and dtypes (an input the
+                                # step overwrote in place no longer holds its values)
+
+    def key(self, port: int) -> str:
+        return tensor_key(self.node.layer.name, port, self.scope)
+
+    def keep(self, port: int) -> np.ndarray:
+        """Output `port` as an array that stays valid after the run (copied only where a later
+        step may overwrite its buffer)."""
+        value = self.values[port]
+        return value.copy() if self.volatile and self.volatile[port] else value
+
+
+class Watcher:
+    """Base of the observers `Plan.run` calls.  Subclasses override `produced` and, to see
+    inside sub-graph bodies, `enter`."""
+
+    #: layer ids to watch (None: every layer)
+    layers: frozenset[str] | None = None
+    #: also Constant layers (they are left out by default)
+    constants: bool = False
+    #: also Parameters and layers folded at load (not run in this call)
+    sources: bool = True
+    #: wants each step's start time and duration
+    timed: bool = False
+
+    def produced(self, event: Produced) -> None:
+        raise NotImplementedError
+
+    def enter(self, layer, tag: str, iteration: int | None, scope: Scope) -> "Watcher | None":
+        """A watcher for one run of a body of `layer` (`tag`: "body", "then_body", "else_body";
+        `iteration` for Loop and TensorIterator; `scope`: where the body's keys live), or None to
+        leave the body unwatched."""
+        return None
+
+    def selection(self) -> tuple:
+        return (self.layers, self.constants, self.sources)
+
+
+@dataclass(eq=False)
+class Collect(Watcher):
+    """Keeps layer outputs by key: `Model.infer(intermediates=...)` and `Model.add_outputs`."""
+
+    layers: frozenset[str] | None = None
+    constants: bool = False
+    bodies: bool = False
+    #: (layer id, port) -> key, to keep only those outputs (None: every output of the selected layers)
+    ports: dict[tuple[str, int], str] | None = None
+    scope: Scope = TOP
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def produced(self, event: Produced) -> None:
+        lid = event.node.layer.id
+        for port, value in enumerate(event.values):
+            if value is None:
+                continue
+            if self.ports is None:
+                self.values[event.key(port)] = event.keep(port)
+            elif (lid, port) in self.ports:
+                self.values[self.ports[lid, port]] = event.keep(port)
+
+    def enter(self, layer, tag, iteration, scope):
+        if not self.bodies:
+            return None
+        return Collect(None, self.constants, True, None, scope, self.values)
+
+
+@dataclass(frozen=True, slots=True)
+class StepTime:
+    """One step of a timed run: what profiles and traces show."""
+
+    node: object
+    start: float
+    seconds: float
+    input_shapes: tuple
+    output_shapes: tuple
+    dtypes: tuple               # of the outputs
+
+
+def _shape(a) -> tuple | None:
+    return tuple(a.shape) if isinstance(a, np.ndarray) else None
+
+
+@dataclass(eq=False)
+class Timings(Watcher):
+    """Every step run, in order, with its start, duration and shapes (no values are kept)."""
+
+    sources: bool = False
+    timed: bool = True
+    steps: list[StepTime] = field(default_factory=list)
+
+    def produced(self, event: Produced) -> None:
+        self.steps.append(StepTime(event.node, event.start, event.seconds,
+                                   tuple(_shape(a) for a in event.inputs),
+                                   tuple(_shape(v) for v in event.values),
+                                   tuple(str(v.dtype) if isinstance(v, np.ndarray) else None for v in event.values)))
+
+
+def resolve_outputs(layers: dict, live: set[str], names) -> dict[tuple[str, int], str]:
+    """`Model.add_outputs` names -> {(layer id, port): key}.  A name is a key ("layer:1"), a layer
+    name (every output of the layer), a tensor name of a port, or a (layer name, port) pair."""
+    from difflib import get_close_matches
+
+    from .errors import UsageError
+
+    if isinstance(names, (str, tuple)):
+        names = [names]
+    by_name: dict[str, list] = {}
+    tensors: dict[str, tuple] = {}
+    for layer in layers.values():
+        by_name.setdefault(layer.name, []).append(layer)
+        for port, out in enumerate(layer.outputs):
+            for t in out.names:
+                tensors.setdefault(t, (layer, port))
+    found: dict[tuple[str, int], str] = {}
+    for item in names:
+        if isinstance(item, tuple) and len(item) == 2:
+            name, port = item
+        elif isinstance(item, str):
+            name, port = item, None
+        else:
+            raise UsageError(f"add_outputs takes layer names, 'name:port' keys or (name, port) pairs, "
+                             f"not {item!r}")
+        if name in by_name:
+            candidates = by_name[name]
+        else:
+            base, split_port = split_key(name) if port is None else (name, None)
+            if base in by_name and split_port is not None:
+                candidates, port = by_name[base], split_port
+            elif name in tensors and port is None:
+                layer, port = tensors[name]
+                candidates = [layer]
+            else:
+                close = get_close_matches(name, list(by_name) + list(tensors), n=5, cutoff=0.6)
+                hint = f"; close matches: {', '.join(repr(c) for c in close)}" if close else ""
+                raise UsageError(f"add_outputs: no layer or tensor named {name!r}{hint}")
+        layer = candidates[0]
+        if layer.op_type == "Result":
+            raise UsageError(f'add_outputs: {layer.ref.describe()} is a Result and has no outputs; name the layer '
+                             f"that feeds it")
+        if layer.id not in live and layer.op_type != "Parameter":
+            raise UsageError(f"add_outputs: {layer.ref.describe()} does not reach any Result, so it is never "
+                             f"computed")
+        ports = range(len(layer.outputs)) if port is None else [port]
+        for p in ports:
+            if not isinstance(p, int) or not 0 <= p < len(layer.outputs):
+                raise UsageError(f"add_outputs: {layer.ref.describe()} has {len(layer.outputs)} output"
+                                 f"{'s' if len(layer.outputs) != 1 else ''}; there is no output {p}")
+            found[layer.id, p] = tensor_key(layer.name, p)
+    return found
