@@ -75,6 +75,25 @@ def select_layers(model, pattern: str | None) -> frozenset[str] | None:
     return found
 
 
+_CHUNK = 1 << 20
+
+
+def write_npy(out, value: np.ndarray) -> None:
+    """`value` in `.npy` format to the open binary stream `out`, a contiguous array in 1 MiB pieces
+    (NumPy's own writer copies up to 16 MiB at a time into a stream that is not a real file)."""
+    if not value.flags.c_contiguous or value.dtype.hasobject:
+        np.lib.format.write_array(out, value, allow_pickle=False)
+        return
+    header = np.lib.format.header_data_from_array_1_0(value)
+    try:
+        np.lib.format.write_array_header_1_0(out, header)
+    except ValueError:      # a header too long for format 1.0 (a shape of thousands of dims)
+        np.lib.format.write_array_header_2_0(out, header)
+    data = memoryview(value.reshape(-1).view(np.uint8))
+    for start in range(0, len(data), _CHUNK):
+        out.write(data[start:start + _CHUNK])
+
+
 def _file_name(number: int, key: str) -> str:
     """A file name safe on every file system for any key: a running number keeps them unique."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", key).strip("._")[:80]
@@ -161,11 +180,11 @@ class Dump(Watcher):
                      "shape": list(value.shape), "dtype": str(value.dtype)}
             if self.archive:
                 with self._zip.open(f"{key}.npy", "w", force_zip64=True) as out:
-                    np.lib.format.write_array(out, value, allow_pickle=False)
+                    write_npy(out, value)
             else:
                 entry["file"] = _file_name(len(self.written), key)
                 with open(self._dir / entry["file"], "wb") as out:
-                    np.lib.format.write_array(out, value, allow_pickle=False)
+                    write_npy(out, value)
             entry.update(tensor_stats(value))
             self.written.append(entry)
 

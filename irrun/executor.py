@@ -84,6 +84,7 @@ class Step:
     consumable: frozenset[int] = frozenset()
     checked: tuple | None = None   # dynamic models: the input shapes (and small values) last checked
     volatile: tuple[bool, ...] = ()   # per output: a later step may overwrite its buffer in place
+    complete: Callable | None = None  # op.run, where the bound kernel may skip outputs nobody reads
 
     def program(self) -> tuple:
         """(kernel, gather inputs, spread the inputs, single output slot or None, outputs, free)."""
@@ -265,6 +266,8 @@ class Plan:
                                 list(step.node.types[:len(step.outputs)]), step.consumable,
                                 tuple(s in read for s in step.outputs))
                 kernel = bind(info)
+                if kernel is not None and not all(info.used):
+                    step.complete = step.op.run
             step.kernel = kernel or step.op.run
         # What a watcher must copy to keep: buffers a step may overwrite, and the views of them.
         overwritten = {step.inputs[i] for step in self.steps for i in step.consumable}
@@ -511,17 +514,13 @@ class Watching:
             op.watching = (seeing, self.scope)
         try:
             start = time.perf_counter() if self.timed else 0.0
-            out = plan._run_step(step.node, step.kernel, args)
+            # (A kernel bound to skip outputs nobody reads gives way to the op's own, which makes them all.)
+            out = plan._run_step(step.node, step.complete or step.kernel, args)
             seconds = time.perf_counter() - start if self.timed else 0.0
         finally:
             if step.node.bodies:
                 op.watching = None
-        values = out[:len(step.outputs)]
-        if not step.consumable and any(v is None for v in values):
-            # Outputs the plan found unread, which the bound kernel skipped: the op's own run gives them.
-            full = plan._run_step(step.node, op.run, args)
-            values = tuple(v if v is not None else f for v, f in zip(values, full))
-        event = Produced(step.node, values, self.scope, start, seconds, False, step.volatile, args)
+        event = Produced(step.node, out[:len(step.outputs)], self.scope, start, seconds, False, step.volatile, args)
         for w in seeing:
             w.produced(event)
         return out

@@ -338,10 +338,13 @@ class Model:
         for info, value in zip(self.outputs, values):
             value = self._execution.output(value, info.element_type)
             out[info.name] = _own(value, feeds)
-        for collected in (added, every):
-            if collected is not None:
-                for key, value in collected.values.items():
-                    out.setdefault(key, _own(value, feeds))
+        if added is not None:       # in the order they were asked for, as OpenVINO appends them
+            for key in self._added.values():
+                if key in added.values:
+                    out.setdefault(key, _own(added.values[key], feeds))
+        if every is not None:
+            for key, value in every.values.items():
+                out.setdefault(key, _own(value, feeds))
         return out
 
     def add_outputs(self, names) -> list[str]:
