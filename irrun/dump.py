@@ -19,11 +19,12 @@ import tempfile
 import zipfile
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
-from .arrays import atomic_write
-from .errors import UsageError
+from .arrays import atomic_write, load_array_file
+from .errors import InputError, UsageError
 from .watch import Produced, Scope, Watcher
 
 INDEX = "index.json"
@@ -204,3 +205,33 @@ class _BodyDump(Watcher):
 
     def enter(self, layer, tag, iteration, scope):
         return self
+
+
+class DumpDirectory(Mapping):
+    """A dump directory read back: key -> array, each loaded when asked for."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        index = self.path / INDEX
+        try:
+            entries = json.loads(index.read_text())["tensors"]
+            self.files = {e["key"]: e["file"] for e in entries}
+        except FileNotFoundError:
+            raise InputError(f"{path}: a directory without {INDEX}, so not a dump of `irrun infer --dump`") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{index}: not a dump index ({type(exc).__name__}: {exc})") from None
+        for key, name in self.files.items():
+            if not isinstance(name, str) or Path(name).name != name:
+                raise InputError(f"{index}: entry {key!r} names the file {name!r}, outside the dump")
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        value = load_array_file(self.path / self.files[key])
+        if isinstance(value, dict):
+            raise InputError(f"{self.path / self.files[key]}: an archive where the dump has one array")
+        return value
+
+    def __iter__(self):
+        return iter(self.files)
+
+    def __len__(self):
+        return len(self.files)
