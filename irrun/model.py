@@ -183,13 +183,20 @@ class Model:
         self._source = ModelSource(document.path)
         # Calls on a stateful model are a sequence: one at a time (see the class docstring).
         self._turn = threading.RLock()
-        self.document = document
-        self.analysis = analysis
         self.weights = weights
-        self.layers = document.graph.layers
         self.name = document.name
         self.ir_version = document.version
         self.rt_info = document.rt_info
+        self._precision = precision
+        self._added: dict[tuple[str, int], str] = {}     # add_outputs: (layer id, port) -> key
+        keep_freed_memory()
+        self._adopt(document, analysis)
+
+    def _adopt(self, document: IRDocument, analysis: Analysis) -> None:
+        """Take on an analysed document: ports, names and the plan (at load and after a reshape)."""
+        self.document = document
+        self.analysis = analysis
+        self.layers = document.graph.layers
         params = document.graph.layers_of_type("Parameter")
         results = document.graph.layers_of_type("Result")
         self.inputs = [self._input_info(l) for l in params]
@@ -199,15 +206,23 @@ class Model:
         for i, (info, layer) in enumerate(zip(self.inputs, params)):
             for key in (*info.names, layer.name):
                 self._input_lookup.setdefault(key, i)
-        self._added: dict[tuple[str, int], str] = {}     # add_outputs: (layer id, port) -> key
-        keep_freed_memory()
+        weights = self.weights
         # A constant only folding reads (an f16 weight, once decompressed) leaves memory as it is dropped.
         with _no_cyclic_gc():
-            self._execution = prepare(analysis, precision)
+            self._execution = prepare(analysis, self._precision)
             self.precision = self._execution.precision
-            self._plan = Plan(self._execution.analysis, [l.id for l in results], [l.id for l in params], max_memory,
-                              release=weights.release if weights is not None else None,
+            self._plan = Plan(self._execution.analysis, [l.id for l in results], [l.id for l in params],
+                              self.max_memory, release=weights.release if weights is not None else None,
                               read_constant=self._execution.read_constant)
+        self.__dict__.pop("graph", None)      # (its labels carry the inferred shapes)
+
+    def reshape(self, shapes: Mapping[Any, Any]) -> None:
+        """New input shapes, as OpenVINO's `Model.reshape`: `{"x": [2, 3, 320, 320]}` (by input name,
+        Parameter name or index; -1 or "?" makes a dim dynamic, "1..8" an interval).  Every shape is
+        inferred again; a shape the model cannot take raises ModelError naming the layer.  Variables
+        (ReadValue/Assign) start again from their initial values."""
+        from .reshape import reshaped_analysis
+        self._adopt(*reshaped_analysis(self, shapes))
 
     @cached_property
     def graph(self):
@@ -284,13 +299,15 @@ class Model:
             array = array.astype(want)
         shape = info.shape
         if shape is not None:
+            hint = f"; to run other shapes, reshape the model first (--shape {info.name}=" \
+                   f"{format_shape(array.shape)}, or Model.reshape)"
             if array.ndim != len(shape):
                 raise InputError(f"input {info.name!r} expects rank {len(shape)} {format_shape(shape)}, "
-                                 f"got shape {list(array.shape)}", file=file)
+                                 f"got shape {list(array.shape)}{hint}", file=file)
             for i, (d, n) in enumerate(zip(shape, array.shape)):
                 if (isinstance(d, int) and d != n) or (isinstance(d, Dim) and not d.contains(n)):
                     raise InputError(f"input {info.name!r} expects shape {format_shape(shape)}, got "
-                                     f"{list(array.shape)} (dim {i}: {n} is not {d})", file=file)
+                                     f"{list(array.shape)} (dim {i}: {n} is not {d}){hint}", file=file)
         return array
 
     def infer(self, inputs: Any, *, intermediates: bool | str = False, bodies: bool = False,

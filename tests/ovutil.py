@@ -48,10 +48,12 @@ def run_openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(result[out]) for out in compiled.outputs]
 
 
-def openvino_layer_outputs(xml: Path, feeds: dict[str, np.ndarray], *, constants: bool = False) -> dict[str, np.ndarray]:
+def openvino_layer_outputs(xml: Path | ov.Model, feeds: dict[str, np.ndarray], *,
+                           constants: bool = False) -> dict[str, np.ndarray]:
     """Every layer output as OpenVINO's CPU plugin computes it (f32), each added as a model output
-    (which also keeps the plugin from fusing it away), keyed "<friendly name>:<output index>"."""
-    model = _CORE.read_model(str(xml))
+    (which also keeps the plugin from fusing it away), keyed "<friendly name>:<output index>".
+    `xml`: an IR file, or a model read from one (which this changes)."""
+    model = xml if isinstance(xml, ov.Model) else _CORE.read_model(str(xml))
     model.add_outputs([port for op in model.get_ordered_ops() if op.get_type_name() != "Result"
                        and (constants or op.get_type_name() != "Constant") for port in op.outputs()])
     compiled = _CORE.compile_model(model, "CPU", CPU_F32)

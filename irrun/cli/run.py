@@ -13,6 +13,7 @@ from ..arrays import output_target_kind, save_outputs
 from ..dump import Dump, select_layers
 from ..errors import UsageError
 from ..model import load
+from ..reshape import shape_options
 from ..shapes import format_shape
 from ..summary import format_summary, tensor_summary
 from .base import cli, collect_inputs, parse_size, precision_options, threads_option
@@ -43,6 +44,9 @@ def _print_profile(timings: list) -> None:
                    "or - (the .npz to stdout).")
 @click.option("--max-memory", type=str, default=None, metavar="SIZE",
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
+@click.option("--shape", "shapes", multiple=True, metavar="[NAME=][DIMS]",
+              help="Reshape an input before running, e.g. x=[2,3,320,320]; -1 or ? makes a dim dynamic. "
+                   "Repeatable.")
 @click.option("--profile", is_flag=True, help="Print time per layer type and the slowest layers.")
 @click.option("--dump", type=click.Path(), metavar="PATH",
               help="Write every layer's output as it is produced: PATH.npz is one archive, any other PATH a "
@@ -55,8 +59,8 @@ def _print_profile(timings: list) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="How to print the outputs' summary; json: {\"outputs\": [...]} on stdout, for scripts.")
 @precision_options
-def infer(model, inputs, output, max_memory, profile, dump, dump_filter, dump_bodies, threads, fmt, precision,
-          strict):
+def infer(model, inputs, output, max_memory, shapes, profile, dump, dump_filter, dump_bodies, threads, fmt,
+          precision, strict):
     """Run MODEL on the given inputs."""
     if output is not None:
         output_target_kind(output)      # a bad --output is refused before the model runs
@@ -64,6 +68,8 @@ def infer(model, inputs, output, max_memory, profile, dump, dump_filter, dump_bo
             raise UsageError("--output - and --format json both write to stdout; write the outputs to a file")
     limit = parse_size(max_memory) if max_memory else None
     m = load(model, max_memory=limit, threads=threads, precision=precision, strict=strict)
+    if shapes:
+        m.reshape(shape_options(m, shapes))
     if not inputs:
         want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
         raise UsageError(f"no --input given; the model takes: {want}")
