@@ -55,6 +55,7 @@ class TensorDiff:
     atol: float | None = None
     agrees: bool = True
     reason: str | None = None   # why it diverges: "values", "shape [..] vs reference [..]", "dtype ..."
+    used: bool = True           # some layer or Result reads it (a difference nothing reads cannot matter)
 
     def summary(self) -> str:
         if self.reason and self.reason != "values":
@@ -110,8 +111,9 @@ def measure(actual: np.ndarray, reference: np.ndarray, tol: Tolerance | None) ->
 class CompareWatcher(Watcher):
     """Compares each layer output as it is produced; keeps only the numbers."""
 
-    def __init__(self, reference: Mapping[str, np.ndarray], match: dict[str, str], rtol=None, atol=None):
+    def __init__(self, reference: Mapping[str, np.ndarray], match: dict[str, str], read: set, rtol=None, atol=None):
         self.reference = reference
+        self.read = read                # (layer id, port) some layer reads
         self.match = match              # model key -> reference key
         self.rtol, self.atol = rtol, atol
         self.diffs: list[TensorDiff] = []
@@ -138,12 +140,14 @@ class CompareWatcher(Watcher):
             if diff.reason is None and diff.mismatch_fraction:
                 diff.reason = "values"
             diff.agrees = diff.reason is None
+            diff.used = (layer.id, port) in self.read
             self.diffs.append(diff)
 
 
 @dataclass
 class CompareReport:
-    """What `compare` found.  `ok`: every compared tensor agrees."""
+    """What `compare` found.  `ok`: every compared tensor that something reads agrees (an output
+    nothing reads, such as a MaxPool's indices, is reported but cannot make the model diverge)."""
 
     model: str
     reference: str
@@ -155,11 +159,11 @@ class CompareReport:
 
     @property
     def ok(self) -> bool:
-        return all(d.agrees for d in self.layers)
+        return not self.diverging
 
     @property
     def diverging(self) -> list[TensorDiff]:
-        return [d for d in self.layers if not d.agrees]
+        return [d for d in self.layers if not d.agrees and d.used]
 
     def to_json(self) -> dict:
         first = None
@@ -185,12 +189,15 @@ class CompareReport:
             if self.inputs:
                 lines.append("  inputs: " + ", ".join(f"{k} ({s})" for k, s in self.inputs))
         elif self.ok:
-            lines.append("every compared tensor agrees")
+            unread = sum(not x.agrees for x in self.layers)
+            lines.append("every compared tensor agrees" if not unread else
+                         f"every compared tensor agrees but {unread} that nothing reads")
         width = min(max((len(x.key) for x in self.layers), default=6), 60)
         lines.append(f"{'tensor':<{width}}  {'max abs':>9}  {'max rel':>9}  {'outside':>8}  {'cosine':>9}")
         for x in self.layers:
             key = x.key if len(x.key) <= width else x.key[:width // 2 - 1] + "..." + x.key[-(width - width // 2 - 2):]
-            mark = "" if x.agrees else ("  <- first divergence" if x is d else "  diverges")
+            mark = "" if x.agrees else ("  <- first divergence" if x is d else
+                                        "  diverges" if x.used else "  differs, read by nothing")
             if x.reason and x.reason != "values":
                 lines.append(f"{key:<{width}}  {x.reason}{mark}")
                 continue
@@ -248,7 +255,7 @@ def first_divergence(model, diffs: list[TensorDiff]) -> tuple[TensorDiff | None,
     analysis = model.analysis
     rank = {lid: i for i, lid in enumerate(analysis.order)}
     by_key = {d.key: d for d in diffs}
-    for d in sorted((d for d in diffs if not d.agrees), key=lambda d: (rank.get(d.id, 0), d.port)):
+    for d in sorted((d for d in diffs if not d.agrees and d.used), key=lambda d: (rank.get(d.id, 0), d.port)):
         node = analysis.nodes[d.id]
         statuses = []
         for src in node.inputs:
@@ -280,7 +287,8 @@ def compare(model, inputs: Any, reference: Any, *, rtol: float | None = None, at
             ours = ", ".join(repr(k) for k in keys[:3])
             raise UsageError(f"the reference {label} has none of the model's tensors (its keys look like {theirs}; "
                              f"the model's like {ours})")
-        watcher = CompareWatcher(tensors, match, rtol, atol)
+        read = {src for lid, node in m.analysis.nodes.items() if lid in m.analysis.live for src in node.inputs}
+        watcher = CompareWatcher(tensors, match, read, rtol, atol)
         m.infer(feeds, watch=[watcher])
     diffs = watcher.diffs
     first, statuses = first_divergence(m, diffs)
