@@ -470,6 +470,7 @@ class Watching:
         sources = [w.sources for w in watchers]
         self.seeing = [tuple(watchers[i] for i in c) for c in route.choices]
         self.seeing_sources = [tuple(watchers[i] for i in c if sources[i]) for c in route.choices]
+        self.makes_all = [any(watchers[i].values for i in c) for c in route.choices]
         self.memo: dict[str, tuple] = {}
         self.readers = dict(route.readers)
         for node, c in route.parameters:
@@ -505,7 +506,8 @@ class Watching:
 
     def step(self, k: int, step: Step, args: list) -> tuple:
         """Run step `k` and show its outputs to the watchers that select it."""
-        seeing = self.seeing[self.route.steps[k]]
+        choice = self.route.steps[k]
+        seeing = self.seeing[choice]
         plan = self.plan
         if not seeing:
             return plan._run_step(step.node, step.kernel, args)
@@ -515,7 +517,8 @@ class Watching:
         try:
             start = time.perf_counter() if self.timed else 0.0
             # (A kernel bound to skip outputs nobody reads gives way to the op's own, which makes them all.)
-            out = plan._run_step(step.node, step.complete or step.kernel, args)
+            kernel = step.complete if step.complete is not None and self.makes_all[choice] else step.kernel
+            out = plan._run_step(step.node, kernel, args)
             seconds = time.perf_counter() - start if self.timed else 0.0
         finally:
             if step.node.bodies:
