@@ -470,7 +470,7 @@ class Watching:
         sources = [w.sources for w in watchers]
         self.seeing = [tuple(watchers[i] for i in c) for c in route.choices]
         self.seeing_sources = [tuple(watchers[i] for i in c if sources[i]) for c in route.choices]
-        self.makes_all = [any(watchers[i].values for i in c) for c in route.choices]
+        self.makes_all = [any(watchers[i].wants_values for i in c) for c in route.choices]
         self.memo: dict[str, tuple] = {}
         self.readers = dict(route.readers)
         for node, c in route.parameters:

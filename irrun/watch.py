@@ -90,7 +90,7 @@ class Watcher:
     #: wants each step's start time and duration
     timed: bool = False
     #: reads the values (not only shapes and times): outputs a bound kernel skips are then made
-    values: bool = True
+    wants_values: bool = True
 
     def produced(self, event: Produced) -> None:
         raise NotImplementedError
@@ -155,7 +155,7 @@ class Timings(Watcher):
 
     sources: bool = False
     timed: bool = True
-    values: bool = False
+    wants_values: bool = False
     steps: list[StepTime] = field(default_factory=list)
 
     def produced(self, event: Produced) -> None:
