@@ -229,12 +229,13 @@ def match_keys(model, model_keys: list[str], reference_keys) -> tuple[dict[str, 
     reference_keys = list(reference_keys)
     available = set(reference_keys)
     aliases: dict[str, list[str]] = {}
+    key_names = model._plan.key_names
     for layer in model.layers.values():
         for port, out in enumerate(layer.outputs):
             names = list(out.names)
             if len(layer.outputs) == 1:
                 names.append(layer.name)
-            aliases[tensor_key(layer.name, port)] = names
+            aliases[tensor_key(key_names[layer.id], port)] = names
     match: dict[str, str] = {}
     for key in model_keys:
         if key in available:
@@ -259,8 +260,7 @@ def first_divergence(model, diffs: list[TensorDiff]) -> tuple[TensorDiff | None,
         node = analysis.nodes[d.id]
         statuses = []
         for src in node.inputs:
-            producer = analysis.nodes[src[0]].layer
-            key = tensor_key(producer.name, src[1])
+            key = tensor_key(model._plan.key_names[src[0]], src[1])
             found = by_key.get(key)
             status = "not compared" if found is None else ("agrees" if found.agrees else "diverges")
             statuses.append((key, status))
@@ -304,5 +304,5 @@ def _model_keys(m) -> list[str]:
         layer = m.layers[lid]
         if layer.op_type in ("Constant", "Result") or (lid not in analysis.live and layer.op_type != "Parameter"):
             continue
-        keys += [tensor_key(layer.name, p) for p in range(len(layer.outputs))]
+        keys += [tensor_key(m._plan.key_names[lid], p) for p in range(len(layer.outputs))]
     return keys

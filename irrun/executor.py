@@ -38,7 +38,7 @@ from .analysis import SINK_TYPES, Analysis, Node
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
-from .watch import TOP, Produced, Scope
+from .watch import TOP, Produced, Scope, key_names
 
 
 def physical_memory() -> int:
@@ -186,6 +186,7 @@ class Plan:
             self._initial[s] = v
         self._program = [step.program() for step in steps]
         self._routes: dict[tuple, _Route] = {}
+        self.key_names = key_names(analysis.document.graph.layers.values())
 
     def _constant_as_read(self, node: Node, i: int, s: int, read_constant) -> int:
         """The slot of constant input i as `node` reads it: a slot of its own when that differs."""
@@ -474,7 +475,8 @@ class Watching:
         self.memo: dict[str, tuple] = {}
         self.readers = dict(route.readers)
         for node, c in route.parameters:
-            event = Produced(node, (slots[plan.parameter_slots[node.id]],), scope, folded=True)
+            event = Produced(node, (slots[plan.parameter_slots[node.id]],), scope, folded=True,
+                             name=plan.key_names[node.id])
             for w in self.seeing_sources[c]:
                 w.produced(event)
 
@@ -482,7 +484,7 @@ class Watching:
         """Report the layers folded at load that come before step `position`."""
         for node, c in self.route.folded.get(position, ()):
             values = self._folded_values(node)
-            event = Produced(node, values, self.scope, folded=True)
+            event = Produced(node, values, self.scope, folded=True, name=self.plan.key_names[node.id])
             for w in self.seeing_sources[c]:
                 w.produced(event)
 
@@ -523,7 +525,8 @@ class Watching:
         finally:
             if step.node.bodies:
                 op.watching = None
-        event = Produced(step.node, out[:len(step.outputs)], self.scope, start, seconds, False, step.volatile, args)
+        event = Produced(step.node, out[:len(step.outputs)], self.scope, start, seconds, False, step.volatile, args,
+                         plan.key_names[step.node.id])
         for w in seeing:
             w.produced(event)
         return out

@@ -14,10 +14,12 @@ is the output's position among the layer's outputs, as OpenVINO's
 the layers that own it and suffixed with the iteration: a Loop or
 TensorIterator body gives `loop/layer:0@iter3`, an If body `if/then/layer:0` or
 `if/else/layer:0`, and nested bodies compose (`outer/inner/layer:0@iter2@iter5`,
-iterations outermost first).  `tensor_key` is the only place that spells this.
+iterations outermost first).  Where two layers share a name, each of them is keyed by
+`"<name>#<layer id>"` instead (`key_names`).  `tensor_key` is the only place that spells keys.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +47,13 @@ def tensor_key(layer_name: str, port: int, scope: Scope = TOP) -> str:
     return f"{scope.prefix}{layer_name}:{port}" + "".join(f"@iter{i}" for i in scope.iterations)
 
 
+def key_names(layers) -> dict[str, str]:
+    """Layer id -> the name its keys use: its own, or "name#id" where two layers share it."""
+    layers = list(layers)
+    counts = Counter(l.name for l in layers)
+    return {l.id: l.name if counts[l.name] == 1 else f"{l.name}#{l.id}" for l in layers}
+
+
 def split_key(key: str) -> tuple[str, int | None]:
     """`"name:1"` -> ("name", 1); a bare layer name -> (name, None).  Top-level keys only."""
     name, sep, port = key.rpartition(":")
@@ -66,9 +75,10 @@ class Produced:
     volatile: tuple = ()        # per output: a later step may overwrite its buffer in place
     inputs: tuple = ()          # the step's input arrays, for their shapes and dtypes (an input the
                                 # step overwrote in place no longer holds its values)
+    name: str = ""              # the name the layer's keys use (see `key_names`)
 
     def key(self, port: int) -> str:
-        return tensor_key(self.node.layer.name, port, self.scope)
+        return tensor_key(self.name or self.node.layer.name, port, self.scope)
 
     def keep(self, port: int) -> np.ndarray:
         """Output `port` as an array that stays valid after the run (copied only where a later
@@ -176,8 +186,11 @@ def resolve_outputs(layers: dict, live: set[str], names) -> dict[tuple[str, int]
         names = [names]
     by_name: dict[str, list] = {}
     tensors: dict[str, tuple] = {}
+    keyed = key_names(layers.values())
     for layer in layers.values():
         by_name.setdefault(layer.name, []).append(layer)
+        if keyed[layer.id] != layer.name:
+            by_name[keyed[layer.id]] = [layer]
         for port, out in enumerate(layer.outputs):
             for t in out.names:
                 tensors.setdefault(t, (layer, port))
@@ -203,6 +216,9 @@ def resolve_outputs(layers: dict, live: set[str], names) -> dict[tuple[str, int]
                 close = get_close_matches(name, list(by_name) + list(tensors), n=5, cutoff=0.6)
                 hint = f"; close matches: {', '.join(repr(c) for c in close)}" if close else ""
                 raise UsageError(f"add_outputs: no layer or tensor named {name!r}{hint}")
+        if len(candidates) > 1:
+            ways = ", ".join(repr(keyed[l.id]) for l in candidates)
+            raise UsageError(f"add_outputs: {len(candidates)} layers are named {name!r}; name one of {ways}")
         layer = candidates[0]
         if layer.op_type == "Result":
             raise UsageError(f'add_outputs: {layer.ref.describe()} is a Result and has no outputs; name the layer '
@@ -215,5 +231,5 @@ def resolve_outputs(layers: dict, live: set[str], names) -> dict[tuple[str, int]
             if not isinstance(p, int) or not 0 <= p < len(layer.outputs):
                 raise UsageError(f"add_outputs: {layer.ref.describe()} has {len(layer.outputs)} output"
                                  f"{'s' if len(layer.outputs) != 1 else ''}; there is no output {p}")
-            found[layer.id, p] = tensor_key(layer.name, p)
+            found[layer.id, p] = tensor_key(keyed[layer.id], p)
     return found

@@ -360,3 +360,46 @@ def test_dump_peak_memory_is_that_of_an_inference(target, tmp_path):
     assert with_dump < 5 * tensor
     if total is not None:
         assert total > 30 * tensor      # what holding them all would take
+
+
+def test_loop_body_per_iteration(tmp_path):
+    """A Loop's body Add per iteration is OpenVINO's concatenated per-iteration output."""
+    from test_ops_control_flow import accumulate_loop
+    model = accumulate_loop(4, True)
+    loop = next(op for op in model.get_ordered_ops() if op.get_type_name() == "Loop")
+    loop.set_friendly_name("acc_loop")
+    body = loop.get_function()
+    next(op for op in body.get_ordered_ops() if op.get_type_name() == "Add").set_friendly_name("total")
+    xml = save(model, tmp_path)
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    compiled = ov.Core().compile_model(str(xml), "CPU", CPU_F32)
+    every = np.asarray(compiled([x])[compiled.outputs[2]])
+    got = irrun.load(xml).infer(x, intermediates=True, bodies=True)
+    for i in range(4):
+        assert_close(got[f"acc_loop/total:0@iter{i}"], every[i], what=f"iteration {i}")
+    assert "acc_loop/total:0@iter4" not in got
+
+
+def test_nested_scopes_compose():
+    """The key form of nested bodies (the format itself, as documented)."""
+    from irrun.watch import TOP
+    inner = TOP.enter("outer", "body", 2).enter("choose", "then_body", None).enter("inner", "body", 5)
+    assert tensor_key("layer", 1, inner) == "outer/choose/then/inner/layer:1@iter2@iter5"
+
+
+def test_layers_that_share_a_name_get_keys_of_their_own(tmp_path):
+    """Two layers named alike (OpenVINO allows it): each keyed "name#id", neither lost."""
+    x = ops.parameter([3], ov.Type.f32, name="x")
+    a = ops.multiply(x, ops.constant(np.float32(2)))
+    b = ops.add(a, ops.constant(np.float32(1)))
+    a.set_friendly_name("twin")
+    b.set_friendly_name("twin")
+    xml = save(ov.Model([ops.result(b)], [x]), tmp_path)
+    m = irrun.load(xml)
+    ids = {l.op_type: l.id for l in m.layers.values() if l.name == "twin"}
+    got = m.infer(np.array([1, 2, 3], np.float32), intermediates=True)
+    np.testing.assert_array_equal(got[f"twin#{ids['Multiply']}:0"], [2, 4, 6])
+    np.testing.assert_array_equal(got[f"twin#{ids['Add']}:0"], [3, 5, 7])
+    with pytest.raises(irrun.UsageError, match="2 layers are named 'twin'; name one of"):
+        m.add_outputs(["twin"])
+    assert m.add_outputs([f"twin#{ids['Add']}"]) == [f"twin#{ids['Add']}:0"]
