@@ -27,7 +27,7 @@ from .registry import TensorType
 from .results import Results
 from .shapes import Dim, Shape, format_shape
 from .threads import set_threads, threads as current_threads
-from .watch import Collect, Timings, resolve_outputs
+from .watch import Collect, Timings, Watcher, resolve_outputs
 from .weights import Weights
 
 
@@ -331,7 +331,7 @@ class Model:
         feeds = self._feeds(inputs)
         if self.weights is not None:
             self.weights.check_unchanged()
-        watchers = list(watch)
+        watchers = [watch] if isinstance(watch, Watcher) else list(watch)
         added = Collect(frozenset(lid for lid, _ in self._added), True, ports=self._added) if self._added else None
         every = Collect(None, intermediates == "all", bodies) if intermediates else None
         timings = Timings() if profile is not None else None
