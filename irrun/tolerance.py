@@ -40,6 +40,11 @@ BY_ELEMENT_TYPE: dict[str, Tolerance] = {
     "nf4": Tolerance(0.1, 0.05),
 }
 
+def defaults(which: str) -> str:
+    """"f32 0.0001, f16 0.001, bf16 0.01": the default `rtol` or `atol` of the common types, for help texts."""
+    return ", ".join(f"{name} {getattr(BY_ELEMENT_TYPE[name], which):g}" for name in ("f32", "f16", "bf16"))
+
+
 _BY_DTYPE = {np.dtype(np.float64): F32, np.dtype(np.float32): F32, np.dtype(np.float16): BY_ELEMENT_TYPE["f16"]}
 
 

@@ -223,6 +223,12 @@ def test_a_reference_file_with_missing_keys_and_a_wrong_shape(tmp_path):
     code, report = compare_json(RESNET, "-i", RESNET_IN, "-r", tmp_path / "part.npz")
     first = report["first_divergence"]
     assert code == 1 and first["key"] == keys[3] and first["reason"].startswith("shape [1, 16, 32, 32] vs reference")
+    kept[keys[3]] = arrays[keys[3]].astype(np.float64)
+    np.savez(tmp_path / "part.npz", **kept)
+    code, report = compare_json(RESNET, "-i", RESNET_IN, "-r", tmp_path / "part.npz")
+    first = report["first_divergence"]
+    assert code == 1 and first["key"] == keys[3] and first["reason"] == "dtype float32 vs reference float64"
+    assert first["max_abs"] == 0          # the values themselves agree
 
 
 @pytest.mark.parametrize("reference, message", [

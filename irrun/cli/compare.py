@@ -9,6 +9,7 @@ from ..compare import compare
 from ..errors import IrrunError, UsageError
 from ..model import load
 from ..shapes import format_shape
+from ..tolerance import defaults
 from .base import cli, collect_inputs, parse_size
 
 
@@ -19,9 +20,9 @@ from .base import cli, collect_inputs, parse_size
 @click.option("--reference", "-r", required=True, metavar="REF",
               help="openvino (or openvino:DEVICE), a .npz, a --dump directory, or another IR (.xml).")
 @click.option("--rtol", type=float, default=None, help="Relative tolerance for every floating-point tensor "
-              "(default by element type: f32 1e-4, f16 1e-3, bf16 1e-2).")
+              f"(default by element type: {defaults('rtol')}; integers compare exactly).")
 @click.option("--atol", type=float, default=None, help="Absolute tolerance for every floating-point tensor "
-              "(default by element type: f32 1e-5, f16 1e-3, bf16 1e-2).")
+              f"(default by element type: {defaults('atol')}).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--max-memory", type=str, default=None, metavar="SIZE", help="As for `irrun infer`.")
 @click.pass_context
