@@ -102,7 +102,7 @@ class Profile:
                            "args": {"id": layer.id, "type": layer.label,
                                     "input_shapes": [list(x) if x is not None else None for x in s.input_shapes],
                                     "output_shapes": [list(x) if x is not None else None for x in s.output_shapes],
-                                    "dtype": s.dtypes[0] if s.dtypes else None}})
+                                    "dtype": str(s.dtypes[0]) if s.dtypes and s.dtypes[0] is not None else None}})
         return {"traceEvents": events, "displayTimeUnit": "ms",
                 "otherData": {"runs": self.repeat, "median_inference_ms": self.median_wall * 1e3}}
 

@@ -44,7 +44,8 @@ TOP = Scope()
 
 def tensor_key(layer_name: str, port: int, scope: Scope = TOP) -> str:
     """The key of output `port` of the layer `layer_name` (see the module docstring)."""
-    return f"{scope.prefix}{layer_name}:{port}" + "".join(f"@iter{i}" for i in scope.iterations)
+    key = f"{scope.prefix}{layer_name}:{port}"
+    return key + "".join(f"@iter{i}" for i in scope.iterations) if scope.iterations else key
 
 
 def key_names(layers) -> dict[str, str]:
@@ -150,13 +151,9 @@ class StepTime:
     node: object
     start: float
     seconds: float
-    input_shapes: tuple
+    input_shapes: tuple         # tuples of ints (None where an input is no array)
     output_shapes: tuple
-    dtypes: tuple               # of the outputs
-
-
-def _shape(a) -> tuple | None:
-    return tuple(a.shape) if isinstance(a, np.ndarray) else None
+    dtypes: tuple               # of the outputs: NumPy dtypes (None where an output is no array)
 
 
 @dataclass(eq=False)
@@ -169,10 +166,11 @@ class Timings(Watcher):
     steps: list[StepTime] = field(default_factory=list)
 
     def produced(self, event: Produced) -> None:
+        # (cheap on purpose: this runs after every step of a profiled run)
         self.steps.append(StepTime(event.node, event.start, event.seconds,
-                                   tuple(_shape(a) for a in event.inputs),
-                                   tuple(_shape(v) for v in event.values),
-                                   tuple(str(v.dtype) if isinstance(v, np.ndarray) else None for v in event.values)))
+                                   tuple([getattr(a, "shape", None) for a in event.inputs]),
+                                   tuple([getattr(v, "shape", None) for v in event.values]),
+                                   tuple([getattr(v, "dtype", None) for v in event.values])))
 
 
 def resolve_outputs(layers: dict, live: set[str], names) -> dict[tuple[str, int], str]:
