@@ -85,6 +85,7 @@ class Step:
     checked: tuple | None = None   # dynamic models: the input shapes (and small values) last checked
     volatile: tuple[bool, ...] = ()   # per output: a later step may overwrite its buffer in place
     complete: Callable | None = None  # op.run, where the bound kernel may skip outputs nobody reads
+    key_name: str = ""                # the name its tensors' keys use (irrun/watch.py: key_names)
 
     def program(self) -> tuple:
         """(kernel, gather inputs, spread the inputs, single output slot or None, outputs, free)."""
@@ -187,6 +188,8 @@ class Plan:
         self._program = [step.program() for step in steps]
         self._routes: dict[tuple, _Route] = {}
         self.key_names = key_names(analysis.document.graph.layers.values())
+        for step in steps:
+            step.key_name = self.key_names[step.node.id]
 
     def _constant_as_read(self, node: Node, i: int, s: int, read_constant) -> int:
         """The slot of constant input i as `node` reads it: a slot of its own when that differs."""
@@ -368,8 +371,9 @@ class Plan:
     def _run_checked(self, slots: list, watching: Watching | None) -> None:
         """Dynamic shapes (sizes checked before each step that was not sized at load) and watchers."""
         check = self.dynamic
+        folded = watching.route.folded if watching is not None else ()
         for k, step in enumerate(self.steps):
-            if watching is not None:
+            if k in folded:
                 watching.folded(k)
             args = [slots[s] for s in step.inputs]
             if check and None in step.out_nbytes:
@@ -382,7 +386,7 @@ class Plan:
                 slots[s] = v
             for s in step.free:
                 slots[s] = None
-        if watching is not None:
+        if len(self.steps) in folded:
             watching.folded(len(self.steps))
 
     # ------------------------------------------------------------ watching
@@ -526,7 +530,7 @@ class Watching:
             if step.node.bodies:
                 op.watching = None
         event = Produced(step.node, out[:len(step.outputs)], self.scope, start, seconds, False, step.volatile, args,
-                         plan.key_names[step.node.id])
+                         step.key_name)
         for w in seeing:
             w.produced(event)
         return out
