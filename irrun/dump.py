@@ -25,26 +25,11 @@ import numpy as np
 
 from .arrays import atomic_write, load_array_file
 from .errors import InputError, UsageError
+from .summary import tensor_summary
 from .watch import Produced, Scope, Watcher
 
 INDEX = "index.json"
-
-
-def tensor_stats(value: np.ndarray) -> dict:
-    """min / max / mean and NaN / Inf counts (numbers only; NaN and Inf left out of min/max/mean)."""
-    if value.dtype.kind not in "biuf" or value.size == 0:
-        return {}
-    if value.dtype.kind == "f":
-        nan = int(np.count_nonzero(np.isnan(value)))
-        inf = int(np.count_nonzero(np.isinf(value)))
-        finite = value[np.isfinite(value)] if nan or inf else value
-        stats = {"nan": nan, "inf": inf}
-        if finite.size:
-            stats.update(min=float(finite.min()), max=float(finite.max()),
-                         mean=float(finite.mean(dtype=np.float64)))
-        return stats
-    return {"min": value.min().item(), "max": value.max().item(), "mean": float(value.mean(dtype=np.float64)),
-            "nan": 0, "inf": 0}
+_STATS = ("min", "max", "mean", "nan", "inf")      # of irrun/summary.py's tensor_summary, in each index entry
 
 
 def storable(value: np.ndarray) -> np.ndarray:
@@ -186,7 +171,7 @@ class Dump(Watcher):
                 entry["file"] = _file_name(len(self.written), key)
                 with open(self._dir / entry["file"], "wb") as out:
                     write_npy(out, value)
-            entry.update(tensor_stats(value))
+            entry.update({k: v for k, v in tensor_summary(value, top=0).items() if k in _STATS})
             self.written.append(entry)
 
     def enter(self, layer, tag: str, iteration: int | None, scope: Scope):
