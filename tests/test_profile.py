@@ -25,13 +25,31 @@ def test_profile_table():
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0].startswith("profile: ") and "median of 4 runs after a warm-up" in lines[0]
-    assert lines[1].split() == ["ms", "%", "count", "layer", "type"]
+    assert lines[1].split() == ["ms", "%", "count", "MACs", "GFLOP/s", "layer", "type"]
+    assert " MACs (" in lines[0] and "GFLOP/s in the layers)" in lines[0]
     rows = [l.split() for l in lines[2:lines.index("  slowest layers:")]]
-    assert {"MatMul-1", "MVN-6", "Softmax-8"} <= {r[3] for r in rows}
+    assert {"MatMul-1", "MVN-6", "Softmax-8"} <= {r[5] for r in rows}
     assert [float(r[0]) for r in rows] == sorted((float(r[0]) for r in rows), reverse=True)
+    matmul = next(r for r in rows if r[5] == "MatMul-1")
+    assert matmul[3] != "-" and float(matmul[4]) > 0            # MACs and GFLOP/s of the contractions
+    assert next(r for r in rows if r[5] == "Softmax-8")[3:5] == ["0", "-"]
     assert sum(float(r[1]) for r in rows) == pytest.approx(100, abs=0.5)
     steps = len(irrun.load(BERT)._plan.steps) - len(irrun.load(BERT).outputs)    # the Results are no layers
     assert sum(int(r[2]) for r in rows) == steps
+
+
+def test_trace_macs_of_convolutions_from_openvinos_shapes(tmp_path):
+    """MACs in the trace: output elements x input channels x kernel taps, at OpenVINO's shapes."""
+    xml = MODELS / "resnet.f32.xml"
+    r = run_cli("infer", xml, "-i", MODELS / "resnet.npz", "--trace", tmp_path / "t.json", "--repeat", "3")
+    assert r.exit_code == 0, r.output
+    events = {e["name"]: e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"] if e["ph"] == "X"}
+    convolutions = [op for op in _CORE.read_model(str(xml)).get_ordered_ops() if op.get_type_name() == "Convolution"]
+    assert len(convolutions) == 9
+    for op in convolutions:
+        out, weights = list(op.output(0).get_shape()), list(op.input(1).get_shape())
+        assert events[op.get_friendly_name()]["args"]["MACs"] == int(np.prod(out)) * int(np.prod(weights[1:]))
+    assert events["__module.fc/aten::linear/MatMul"]["args"]["MACs"] == 64 * 10
 
 
 def test_trace_is_chrome_trace_events(tmp_path):
@@ -62,7 +80,7 @@ def test_python_api():
     p = irrun.profile(m, feeds, repeat=3)
     assert p.repeat == 3 and len(p.wall) == 3
     assert len(p.layers) == len([s for s in m._plan.steps if s.node.layer.op_type != "Result"])
-    assert sum(t for _, t, _ in p.by_type()) == pytest.approx(p.total)
+    assert sum(row[1] for row in p.by_type()) == pytest.approx(p.total)
     assert 0 < p.total and 0 < p.median_wall
     timings = []
     m.infer(feeds, profile=timings)        # the one-run form
