@@ -111,24 +111,26 @@ def measure(actual: np.ndarray, reference: np.ndarray, tol: Tolerance | None) ->
 class CompareWatcher(Watcher):
     """Compares each layer output as it is produced; keeps only the numbers."""
 
-    def __init__(self, reference: Mapping[str, np.ndarray], match: dict[str, str], read: set, rtol=None, atol=None):
+    def __init__(self, reference: Mapping[str, np.ndarray], match: dict[str, str], read: set, rtol=None, atol=None,
+                 declared=None):
         self.reference = reference
+        self.declared = declared        # layer id -> the types the IR declares (tolerances go by those)
         self.read = read                # (layer id, port) some layer reads
         self.match = match              # model key -> reference key
         self.rtol, self.atol = rtol, atol
         self.diffs: list[TensorDiff] = []
-        self.seen: set[str] = set()
 
     def produced(self, event: Produced) -> None:
         layer = event.node.layer
         for port, value in enumerate(event.values):
             key = event.key(port)
-            self.seen.add(key)
             ref_key = self.match.get(key)
             if value is None or ref_key is None:
                 continue
+            value = event.value(port)
             reference = np.asarray(self.reference[ref_key])
-            t = event.node.types[port] if port < len(event.node.types) else None
+            declared = self.declared(event.node.id) if event.report is not None and self.declared else event.node.types
+            t = declared[port] if port < len(declared) else None
             tol = tolerance_for(t.etype.name if t is not None else None, value.dtype, self.rtol, self.atol)
             diff = TensorDiff(key, layer.name, layer.id, layer.op_type or layer.type, layer.op_version, port,
                               layer.line, list(value.shape), str(value.dtype), ref_key, list(reference.shape),
@@ -288,7 +290,7 @@ def compare(model, inputs: Any, reference: Any, *, rtol: float | None = None, at
             raise UsageError(f"the reference {label} has none of the model's tensors (its keys look like {theirs}; "
                              f"the model's like {ours})")
         read = {src for lid, node in m.analysis.nodes.items() if lid in m.analysis.live for src in node.inputs}
-        watcher = CompareWatcher(tensors, match, read, rtol, atol)
+        watcher = CompareWatcher(tensors, match, read, rtol, atol, lambda lid: m.analysis.nodes[lid].types)
         m.infer(feeds, watch=[watcher])
     diffs = watcher.diffs
     first, statuses = first_divergence(m, diffs)

@@ -157,6 +157,7 @@ class Dump(Watcher):
         for port, value in enumerate(event.values):
             if value is None:
                 continue
+            value = event.value(port)
             key = event.key(port)
             if key in self._keys:       # (two layers of one name: the first keeps the key)
                 continue

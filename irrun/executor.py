@@ -188,6 +188,9 @@ class Plan:
         self._program = [step.program() for step in steps]
         self._routes: dict[tuple, _Route] = {}
         self.key_names = key_names(analysis.document.graph.layers.values())
+        # (node, port, value) -> the value as the model reports it, for watchers (set by the model
+        # when it computes in other types than it declares: irrun/precision.py); None: as computed
+        self.report: Callable | None = None
         for step in steps:
             step.key_name = self.key_names[step.node.id]
 
@@ -480,7 +483,7 @@ class Watching:
         self.readers = dict(route.readers)
         for node, c in route.parameters:
             event = Produced(node, (slots[plan.parameter_slots[node.id]],), scope, folded=True,
-                             name=plan.key_names[node.id])
+                             name=plan.key_names[node.id], report=plan.report)
             for w in self.seeing_sources[c]:
                 w.produced(event)
 
@@ -488,7 +491,8 @@ class Watching:
         """Report the layers folded at load that come before step `position`."""
         for node, c in self.route.folded.get(position, ()):
             values = self._folded_values(node)
-            event = Produced(node, values, self.scope, folded=True, name=self.plan.key_names[node.id])
+            event = Produced(node, values, self.scope, folded=True, name=self.plan.key_names[node.id],
+                             report=self.plan.report)
             for w in self.seeing_sources[c]:
                 w.produced(event)
 
@@ -530,7 +534,7 @@ class Watching:
             if step.node.bodies:
                 op.watching = None
         event = Produced(step.node, out[:len(step.outputs)], self.scope, start, seconds, False, step.volatile, args,
-                         step.key_name)
+                         step.key_name, plan.report)
         for w in seeing:
             w.produced(event)
         return out

@@ -214,7 +214,15 @@ class Model:
             self._plan = Plan(self._execution.analysis, [l.id for l in results], [l.id for l in params],
                               self.max_memory, release=weights.release if weights is not None else None,
                               read_constant=self._execution.read_constant)
+        if self._execution.analysis is not analysis:
+            self._plan.report = self._reported
         self.__dict__.pop("graph", None)      # (its labels carry the inferred shapes)
+
+    def _reported(self, node, port: int, value: np.ndarray) -> np.ndarray:
+        """A layer output in the type the IR declares (the plan may compute it in another)."""
+        types = self.analysis.nodes[node.id].types
+        t = types[port] if port < len(types) else None
+        return value if t is None or t.etype.carrier is None else self._execution.output(value, t.etype)
 
     def reshape(self, shapes: Mapping[Any, Any]) -> None:
         """New input shapes, as OpenVINO's `Model.reshape`: `{"x": [2, 3, 320, 320]}` (by input name,

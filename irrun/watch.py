@@ -77,15 +77,22 @@ class Produced:
     inputs: tuple = ()          # the step's input arrays, for their shapes and dtypes (an input the
                                 # step overwrote in place no longer holds its values)
     name: str = ""              # the name the layer's keys use (see `key_names`)
+    report: object = None       # (node, port, value) -> the value in the type the model reports, or None
 
     def key(self, port: int) -> str:
         return tensor_key(self.name or self.node.layer.name, port, self.scope)
 
-    def keep(self, port: int) -> np.ndarray:
-        """Output `port` as an array that stays valid after the run (copied only where a later
-        step may overwrite its buffer)."""
+    def value(self, port: int) -> np.ndarray:
+        """Output `port` in the type the model declares for it, as OpenVINO returns a tensor added as
+        an output (an f16 tensor computed in f32 rounded back to f16: irrun/precision.py)."""
         value = self.values[port]
-        return value.copy() if self.volatile and self.volatile[port] else value
+        return value if self.report is None or value is None else self.report(self.node, port, value)
+
+    def keep(self, port: int) -> np.ndarray:
+        """`value(port)` as an array that stays valid after the run (copied only where a later step
+        may overwrite its buffer)."""
+        value = self.value(port)
+        return value.copy() if self.volatile and self.volatile[port] and value is self.values[port] else value
 
 
 class Watcher:

@@ -404,3 +404,30 @@ def test_layers_that_share_a_name_get_keys_of_their_own(tmp_path):
     with pytest.raises(irrun.UsageError, match="2 layers are named 'twin'; name one of"):
         m.add_outputs(["twin"])
     assert m.add_outputs([f"twin#{ids['Add']}"]) == [f"twin#{ids['Add']}:0"]
+
+
+def test_f16_layers_are_reported_in_f16(tmp_path):
+    """f16 arithmetic is carried in f32 (as the CPU plugin does), and each f16 tensor is reported
+    rounded to f16, as OpenVINO returns a tensor added as an output (1e5 overflows to inf there
+    while the next layer still sees 1e5)."""
+    x = ops.parameter([4], ov.Type.f16, name="x")
+    big = ops.multiply(x, ops.constant(np.array([1000, 2000, 3000, 0.001], np.float16)))
+    big.set_friendly_name("big")
+    small = ops.multiply(big, ops.constant(np.float16(0.25)))
+    small.set_friendly_name("small")
+    wide = ops.convert(small, ov.Type.f32)
+    wide.set_friendly_name("wide")
+    xml = save(ov.Model([ops.result(wide)], [x]), tmp_path)
+    feeds = {"x": np.array([100, 50, 30, 1.5], np.float16)}
+    expected = openvino_layer_outputs(xml, feeds)
+    got = irrun.load(xml).infer(feeds, intermediates=True)
+    for key in ("x:0", "big:0", "small:0", "wide:0"):
+        assert_close(got[key], expected[key], rtol=1e-3, atol=1e-3, what=key)
+    assert np.isinf(got["big:0"][:3]).all() and got["small:0"].dtype == np.float16
+    code = CliRunner().invoke(cli, ["compare", str(xml), "-i", f"x={_saved(tmp_path, feeds['x'])}", "-r", "openvino"])
+    assert code.exit_code == 0, code.output
+
+
+def _saved(folder: Path, array: np.ndarray) -> Path:
+    np.save(folder / "x.npy", array)
+    return folder / "x.npy"
