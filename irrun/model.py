@@ -27,7 +27,7 @@ from .registry import TensorType
 from .results import Results
 from .shapes import Dim, Shape, format_shape
 from .threads import set_threads, threads as current_threads
-from .watch import Collect, Timings, Watcher, resolve_outputs
+from .watch import Collect, Timings, Watcher, split_key, tensor_key
 from .weights import Weights
 
 
@@ -374,9 +374,35 @@ class Model:
 
     def add_outputs(self, names) -> list[str]:
         """Keep these tensors too, as OpenVINO's `Model.add_outputs` does: later `infer` calls
-        return them beside the outputs.  `names`: layer names (every output of the layer),
-        "layer:port" keys, tensor names or (layer name, port) pairs.  Returns their keys."""
-        found = resolve_outputs(self.layers, self.analysis.live, names)
+        return them beside the outputs.  `names`: layer names (every output of the layer; a
+        Result: the tensor it takes), "layer:port" keys, tensor names or (layer name, port) pairs,
+        resolved as `irrun extract` resolves them.  Returns their keys."""
+        from .extraction import resolve_tensors
+        keyed = self._plan.key_names
+        own = {name: lid for lid, name in keyed.items() if name != self.layers[lid].name}   # "name#id"
+        found: dict[tuple[str, int], str] = {}
+        for item in [names] if isinstance(names, (str, tuple)) else names:
+            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], int):
+                item = f"{item[0]}:{item[1]}"
+            if not isinstance(item, str):
+                raise UsageError(f"add_outputs takes layer names, 'name:port' keys, tensor names or (name, port) "
+                                 f"pairs, not {item!r}")
+            base, port = split_key(item)
+            if base in own:
+                layer = self.layers[own[base]]
+                tensors = [(layer, p) for p in (range(len(layer.outputs)) if port is None else [port])]
+            else:
+                if sum(l.name == base for l in self.layers.values()) > 1:
+                    ways = ", ".join(repr(n) for lid, n in keyed.items() if self.layers[lid].name == base)
+                    raise UsageError(f"add_outputs: several layers are named {base!r}; name one of {ways}")
+                tensors = [(t.layer, t.index) for t in resolve_tensors(self.document.graph, item, what="add_outputs")]
+            for layer, p in tensors:
+                if not 0 <= p < len(layer.outputs):
+                    raise UsageError(f'add_outputs "{item}": {layer.ref.describe()} has {len(layer.outputs)} outputs')
+                if layer.id not in self.analysis.live and layer.op_type != "Parameter":
+                    raise UsageError(f"add_outputs: {layer.ref.describe()} does not reach any Result, so it is never "
+                                     f"computed")
+                found[layer.id, p] = tensor_key(keyed[layer.id], p)
         self._added.update(found)
         return list(found.values())
 

@@ -119,9 +119,9 @@ def test_add_outputs_like_openvino(tmp_path):
 
 
 @pytest.mark.parametrize("names, message", [
-    (["conv"], "no layer or tensor named 'conv'; close matches: 'conv1'"),
-    (["conv1:3"], 'has 1 output; there is no output 3'),
-    (["out_result"], "is a Result and has no outputs"),
+    (["conv"], 'add_outputs "conv": no layer or tensor of that name; did you mean \'conv1\''),
+    (["conv1:3"], 'add_outputs "conv1:3": layer "conv1" has 1 output (0..0)'),
+    ([("conv1", 2)], 'add_outputs "conv1:2": layer "conv1" has 1 output (0..0)'),
     ([3], "add_outputs takes layer names"),
 ])
 def test_add_outputs_refuses_unknown_names(names, message, tmp_path):
@@ -133,6 +133,7 @@ def test_add_outputs_refuses_unknown_names(names, message, tmp_path):
     m = irrun.load(save(ov.Model([result], [x]), tmp_path))
     with pytest.raises(irrun.UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         m.add_outputs(names)
+    assert m.add_outputs(["out_result"]) == ["conv1:0"]      # a Result: the tensor it takes
 
 
 def test_constants_only_when_asked(tmp_path):
@@ -401,7 +402,7 @@ def test_layers_that_share_a_name_get_keys_of_their_own(tmp_path):
     got = m.infer(np.array([1, 2, 3], np.float32), intermediates=True)
     np.testing.assert_array_equal(got[f"twin#{ids['Multiply']}:0"], [2, 4, 6])
     np.testing.assert_array_equal(got[f"twin#{ids['Add']}:0"], [3, 5, 7])
-    with pytest.raises(irrun.UsageError, match="2 layers are named 'twin'; name one of"):
+    with pytest.raises(irrun.UsageError, match="several layers are named 'twin'; name one of"):
         m.add_outputs(["twin"])
     assert m.add_outputs([f"twin#{ids['Add']}"]) == [f"twin#{ids['Add']}:0"]
 
