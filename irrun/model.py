@@ -363,6 +363,7 @@ class Model:
         for info, value in zip(self.outputs, values):
             value = self._execution.output(value, info.element_type)
             out[info.name] = _own(value, feeds)
+        out.outputs = len(out)
         if added is not None:       # in the order they were asked for, as OpenVINO appends them
             for key in self._added.values():
                 if key in added.values:

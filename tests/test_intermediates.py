@@ -432,3 +432,11 @@ def test_f16_layers_are_reported_in_f16(tmp_path):
 def _saved(folder: Path, array: np.ndarray) -> Path:
     np.save(folder / "x.npy", array)
     return folder / "x.npy"
+
+
+def test_positions_count_the_outputs_only():
+    m = irrun.load(MODELS / "resnet.f32.xml")
+    got = m.infer(example("resnet.f32"), intermediates=True)
+    assert got[0] is got["logits"] and got[-1] is got["logits"]
+    with pytest.raises(IndexError, match="the model has 1 output"):
+        got[1]
