@@ -10,7 +10,7 @@ from ..errors import IrrunError, UsageError
 from ..model import load
 from ..shapes import format_shape
 from ..tolerance import defaults
-from .base import cli, collect_inputs, parse_size
+from .base import cli, inputs_for, parse_size
 
 
 @cli.command("compare")
@@ -51,5 +51,5 @@ def _compare(model, inputs, reference, rtol, atol, max_memory):
     if not inputs:
         want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
         raise UsageError(f"no --input given; the model takes: {want}")
-    return compare(m, collect_inputs(inputs), reference, rtol=rtol, atol=atol,
+    return compare(m, inputs_for(m, inputs), reference, rtol=rtol, atol=atol,
                    max_memory=parse_size(max_memory) if max_memory else None)

@@ -17,7 +17,7 @@ from ..profiling import profile as run_profile
 from ..reshape import shape_options
 from ..shapes import format_shape
 from ..summary import format_summary, tensor_summary
-from .base import cli, collect_inputs, parse_size, precision_options, threads_option
+from .base import cli, inputs_for, parse_size, precision_options, threads_option
 
 
 
@@ -71,10 +71,7 @@ def infer(model, inputs, output, max_memory, shapes, profile, repeat, trace, dum
         raise UsageError("--dump-filter and --dump-bodies go with --dump PATH")
     if repeat is not None and not (profile or trace):
         raise UsageError("--repeat goes with --profile or --trace")
-    names = {n for i in m.inputs for n in (i.name, *i.names, i.layer.name)}
-    feeds, ignored = collect_inputs(inputs, names)
-    for archive, extra in ignored.items():
-        click.echo(f"note: ignored {', '.join(extra)} in {archive} (not inputs of the model)", err=True)
+    feeds = inputs_for(m, inputs)
     to_stdout = output == "-"
     if dump:
         with Dump(dump, select_layers(m, dump_filter), bodies=dump_bodies) as dumped:
