@@ -56,7 +56,7 @@ def openvino_layer_outputs(xml: Path | ov.Model, feeds: dict[str, np.ndarray], *
     model = xml if isinstance(xml, ov.Model) else _CORE.read_model(str(xml))
     model.add_outputs([port for op in model.get_ordered_ops() if op.get_type_name() != "Result"
                        and (constants or op.get_type_name() != "Constant") for port in op.outputs()])
-    compiled = _CORE.compile_model(model, "CPU", CPU_F32)
+    compiled = compile_cpu(model)
     result = compiled(feeds)
     found = {}
     for out, compiled_out in zip(model.outputs, compiled.outputs):

@@ -17,7 +17,7 @@ import irrun
 from irrun.cli import cli
 from irrun.registry import implementation
 from irrun.watch import tensor_key
-from ovutil import CPU_F32, assert_close, openvino_layer_outputs, save
+from ovutil import assert_close, compile_cpu, openvino_layer_outputs, save
 
 MODELS = Path(__file__).resolve().parent / "models"
 RNG = np.random.default_rng(5)
@@ -193,7 +193,7 @@ def test_body_layers_per_iteration(tmp_path):
     """Each iteration's `h` inside a TensorIterator is OpenVINO's concatenated output at that step."""
     xml = save(_rnn_tensor_iterator(), tmp_path)
     feeds = {"X": RNG.standard_normal((2, 4, 3)).astype(np.float32), "H0": np.zeros((2, 5), np.float32)}
-    compiled = ov.Core().compile_model(str(xml), "CPU", CPU_F32)
+    compiled = compile_cpu(xml)
     every_h = np.asarray(compiled(feeds)[compiled.outputs[1]])
     m = irrun.load(xml)
     assert not any("@iter" in k for k in m.infer(feeds, intermediates=True))
@@ -374,7 +374,7 @@ def test_loop_body_per_iteration(tmp_path):
     next(op for op in body.get_ordered_ops() if op.get_type_name() == "Add").set_friendly_name("total")
     xml = save(model, tmp_path)
     x = RNG.standard_normal((2, 3)).astype(np.float32)
-    compiled = ov.Core().compile_model(str(xml), "CPU", CPU_F32)
+    compiled = compile_cpu(xml)
     every = np.asarray(compiled([x])[compiled.outputs[2]])
     got = irrun.load(xml).infer(x, intermediates=True, bodies=True)
     for i in range(4):

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import irrun
 from irrun.cli import cli
 from irrun.shapes import Dim
-from ovutil import _CORE, CPU_F32, assert_close, openvino_layer_outputs, save
+from ovutil import _CORE, assert_close, compile_cpu, openvino_layer_outputs, save
 from test_intermediates import _rnn_tensor_iterator
 
 MODELS = Path(__file__).resolve().parent / "models"
@@ -66,7 +66,7 @@ def test_dynamic_dims_by_reshape(tmp_path):
         m.reshape({"x": spec})
         assert m.inputs[0].shape == (Dim(), 3, Dim(), Dim())
         reference = openvino_reshaped(xml, {"x": [-1, 3, -1, -1]}, tmp_path / str(len(spec)))
-        compiled = _CORE.compile_model(str(reference), "CPU", CPU_F32)
+        compiled = compile_cpu(reference)
         for shape in ((1, 3, 64, 64), (2, 3, 33, 47)):
             x = RNG.standard_normal(shape, np.float32)
             assert_close(m.infer(x)["logits"], np.asarray(compiled([x])[compiled.outputs[0]]), what=str(shape))
@@ -80,7 +80,7 @@ def test_a_body_reshaped(tmp_path):
     m.reshape(shapes)
     feeds = {"X": RNG.standard_normal((3, 6, 3), np.float32), "H0": RNG.standard_normal((3, 5), np.float32)}
     reference = openvino_reshaped(xml, shapes, tmp_path)
-    compiled = _CORE.compile_model(str(reference), "CPU", CPU_F32)
+    compiled = compile_cpu(reference)
     expected = compiled(feeds)
     for out, info in zip(compiled.outputs, m.outputs):
         assert_close(m.infer(feeds)[info.name], np.asarray(expected[out]), what=info.name)
