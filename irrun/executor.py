@@ -38,7 +38,7 @@ from .analysis import SINK_TYPES, Analysis, Node
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
-from .watch import TOP, Produced, Scope, key_names
+from .watch import BODY_WATCH, TOP, Produced, Scope, key_names
 
 
 def physical_memory() -> int:
@@ -522,8 +522,7 @@ class Watching:
         if not seeing:
             return plan._run_step(step.node, step.kernel, args)
         op = step.op
-        if step.node.bodies:
-            op.watching = (seeing, self.scope)
+        token = BODY_WATCH.set((op, seeing, self.scope)) if step.node.bodies else None
         try:
             start = time.perf_counter() if self.timed else 0.0
             # (A kernel bound to skip outputs nobody reads gives way to the op's own, which makes them all.)
@@ -531,8 +530,8 @@ class Watching:
             out = plan._run_step(step.node, kernel, args)
             seconds = time.perf_counter() - start if self.timed else 0.0
         finally:
-            if step.node.bodies:
-                op.watching = None
+            if token is not None:
+                BODY_WATCH.reset(token)
         event = Produced(step.node, out[:len(step.outputs)], self.scope, start, seconds, False, step.volatile, args,
                          step.key_name, plan.report)
         for w in seeing:

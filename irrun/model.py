@@ -189,6 +189,7 @@ class Model:
         self.rt_info = document.rt_info
         self._precision = precision
         self._added: dict[tuple[str, int], str] = {}     # add_outputs: (layer id, port) -> key
+        self._reshaped: dict[str, str] = {}               # reshape: input name -> shape, for pickles
         keep_freed_memory()
         self._adopt(document, analysis)
 
@@ -231,6 +232,7 @@ class Model:
         (ReadValue/Assign) start again from their initial values."""
         from .reshape import reshaped_analysis
         self._adopt(*reshaped_analysis(self, shapes))
+        self._reshaped = {info.name: format_shape(info.shape) for info in self.inputs}
 
     @cached_property
     def graph(self):
@@ -451,7 +453,8 @@ class Model:
         return {"max_memory": self.max_memory, "precision": self.precision, "strict": self.strict}
 
     def __reduce__(self):
-        return _unpickle_model, (str(self._source.xml), self.options(), self.fingerprint())
+        edits = {"shapes": self._reshaped, "outputs": list(self._added.values())}
+        return _unpickle_model, (str(self._source.xml), self.options(), self.fingerprint(), edits)
 
     def close(self):
         if self.weights is not None:
@@ -517,7 +520,7 @@ def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
     return value if value.dtype == carrier else value.astype(carrier)
 
 
-def _unpickle_model(path: str, options: dict, fingerprint: str) -> Model:
+def _unpickle_model(path: str, options: dict, fingerprint: str, edits: dict | None = None) -> Model:
     """Checked before loading (other files may not even load) and after (they may change meanwhile)."""
     def check(found: str) -> None:
         if found != fingerprint:
@@ -529,6 +532,10 @@ def _unpickle_model(path: str, options: dict, fingerprint: str) -> Model:
         raise UnreadableFileError(f"cannot read the pickled model's file: {exc.strerror or exc}", file=path) from None
     model = Model(path, **options)
     check(model.fingerprint())
+    if edits and edits["shapes"]:           # what reshape and add_outputs did to it
+        model.reshape(edits["shapes"])
+    if edits and edits["outputs"]:
+        model.add_outputs(edits["outputs"])
     return model
 
 

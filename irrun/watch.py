@@ -20,11 +20,16 @@ iterations outermost first).  Where two layers share a name, each of them is key
 from __future__ import annotations
 
 from collections import Counter
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
 
 BODY_TAGS = {"body": "", "then_body": "then/", "else_body": "else/"}
+
+#: While a watched step of a sub-graph op runs: (that op, its watchers, the scope).  A context
+#: variable, so that threads sharing a model each see only their own call's watchers.
+BODY_WATCH: ContextVar[tuple | None] = ContextVar("irrun_body_watch", default=None)
 
 
 @dataclass(frozen=True)

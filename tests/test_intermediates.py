@@ -440,3 +440,46 @@ def test_positions_count_the_outputs_only():
     assert got[0] is got["logits"] and got[-1] is got["logits"]
     with pytest.raises(IndexError, match="the model has 1 output"):
         got[1]
+
+
+def test_threads_sharing_a_model_see_only_their_own_bodies(tmp_path):
+    """One thread watches the TensorIterator's body, another runs the same model plainly on other
+    inputs at the same time: the watched values are always those of the watching thread's inputs."""
+    import threading
+    xml = save(_rnn_tensor_iterator(), tmp_path)
+    m = irrun.load(xml)
+    mine = {"X": RNG.standard_normal((2, 4, 3)).astype(np.float32), "H0": np.zeros((2, 5), np.float32)}
+    other = {"X": RNG.standard_normal((2, 4, 3)).astype(np.float32), "H0": np.ones((2, 5), np.float32)}
+    expected = m.infer(mine, intermediates=True, bodies=True)
+    problems = []
+
+    def watched():
+        for _ in range(40):
+            got = m.infer(mine, intermediates=True, bodies=True)
+            if any(not np.array_equal(got[f"rnn/h:0@iter{i}"], expected[f"rnn/h:0@iter{i}"]) for i in range(4)):
+                problems.append("a body value from the other thread")
+
+    def plain():
+        for _ in range(40):
+            if any("@iter" in k for k in m.infer(other)):
+                problems.append("body keys in a plain call")
+
+    threads = [threading.Thread(target=watched), threading.Thread(target=plain)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not problems
+
+
+def test_a_pickled_model_keeps_its_reshape_and_added_outputs():
+    import pickle
+    m = irrun.load(MODELS / "resnet.f32.xml")
+    m.reshape({"x": [2, 3, -1, -1]})
+    m.add_outputs(["__module.pool/aten::adaptive_avg_pool2d/AdaptiveAvgPool"])
+    copy = pickle.loads(pickle.dumps(m))
+    x = RNG.standard_normal((2, 3, 48, 40)).astype(np.float32)
+    got, want = copy.infer(x), m.infer(x)
+    assert list(got) == list(want) == ["logits", "__module.pool/aten::adaptive_avg_pool2d/AdaptiveAvgPool:0"]
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key])

@@ -16,6 +16,7 @@ from ..registry import Op, TensorType, register
 from ..shapes import ANY, format_shape, make_dim, normalize_axis
 from ..subgraph import (BodyInput, BodyOutput, BodyRunner, PortMap, Slicing, infer_body, result_sources,
                         zeros_of)
+from ..watch import BODY_WATCH
 
 INT64_MAX = (1 << 63) - 1
 PORT_MAP_OF = {"body": "port_map", "then_body": "then_port_map", "else_body": "else_port_map"}
@@ -113,14 +114,12 @@ class SubgraphOp(Op):
     bodies: dict[str, Analysis]
     #: the enclosing plan's limit on one tensor's size (bytes), which the bodies' plans keep too
     memory_limit: int | None = None
-    #: set by the executor while a watched step runs: (watchers, scope) (see irrun/watch.py)
-    watching: tuple | None = None
-
     def run_body(self, tag: str, feeds: dict, iteration: int | None = None) -> dict:
-        """One run of a body, shown to the watchers that ask to see inside it."""
-        if self.watching is None:
+        """One run of a body, shown to the watchers that ask to see inside it (irrun/watch.py)."""
+        watching = BODY_WATCH.get()
+        if watching is None or watching[0] is not self:
             return self.runner(tag)(feeds)
-        watchers, scope = self.watching
+        _, watchers, scope = watching
         inner = scope.enter(self.layer.name, tag, iteration)
         found = tuple(c for w in watchers if (c := w.enter(self.layer, tag, iteration, inner)) is not None)
         return self.runner(tag)(feeds, found, inner)
