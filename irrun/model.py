@@ -309,15 +309,14 @@ class Model:
             array = array.astype(want)
         shape = info.shape
         if shape is not None:
-            hint = f"; to run other shapes, reshape the model first (--shape {info.name}=" \
-                   f"{format_shape(array.shape)}, or Model.reshape)"
             if array.ndim != len(shape):
                 raise InputError(f"input {info.name!r} expects rank {len(shape)} {format_shape(shape)}, "
-                                 f"got shape {list(array.shape)}{hint}", file=file)
+                                 f"got shape {list(array.shape)}{_reshape_hint(info, array)}", file=file)
             for i, (d, n) in enumerate(zip(shape, array.shape)):
                 if (isinstance(d, int) and d != n) or (isinstance(d, Dim) and not d.contains(n)):
                     raise InputError(f"input {info.name!r} expects shape {format_shape(shape)}, got "
-                                     f"{list(array.shape)} (dim {i}: {n} is not {d}){hint}", file=file)
+                                     f"{list(array.shape)} (dim {i}: {n} is not {d}){_reshape_hint(info, array)}",
+                                     file=file)
         return array
 
     def infer(self, inputs: Any, *, intermediates: bool | str = False, bodies: bool = False,
@@ -341,11 +340,17 @@ class Model:
         feeds = self._feeds(inputs)
         if self.weights is not None:
             self.weights.check_unchanged()
-        watchers = [watch] if isinstance(watch, Watcher) else list(watch)
-        added = Collect(frozenset(lid for lid, _ in self._added), True, ports=self._added) if self._added else None
-        every = Collect(None, intermediates == "all", bodies) if intermediates else None
-        timings = Timings() if profile is not None else None
-        watchers += [w for w in (added, every, timings) if w is not None]
+        watchers = [watch] if isinstance(watch, Watcher) else list(watch) if watch else []
+        added = every = timings = None
+        if self._added:
+            added = Collect(frozenset(lid for lid, _ in self._added), True, ports=self._added)
+            watchers.append(added)
+        if intermediates:
+            every = Collect(None, intermediates == "all", bodies)
+            watchers.append(every)
+        if profile is not None:
+            timings = Timings()
+            watchers.append(timings)
         context = self.analysis.context
         if not context.variables:
             values = self._plan.run(feeds, tuple(watchers))
@@ -489,6 +494,11 @@ def _check_integer_range(name: str, etype: ElementType, array: np.ndarray, file:
         raise InputError(f"input {name!r} is {etype}, which holds {low}..{high}; got {array[where]} at index "
                          f"{list(map(int, where))} ({len(bad)} value{'s' if len(bad) != 1 else ''} out of range)",
                          file=file)
+
+
+def _reshape_hint(info: PortInfo, array: np.ndarray) -> str:
+    return f"; to run other shapes, reshape the model first (--shape {info.name}={format_shape(array.shape)}, " \
+           f"or Model.reshape)"
 
 
 def _own(value: np.ndarray, feeds: dict[str, np.ndarray]) -> np.ndarray:
