@@ -632,10 +632,11 @@ def _infer_bodies(node: Node, diags: Diagnostics, check_declared: bool = True) -
         infer_types(body.document, body.nodes, body.order, diags, given, check_declared=check_declared)
 
 
-def analyze(document: IRDocument, context: LoadContext) -> Analysis:
+def analyze(document: IRDocument, context: LoadContext, check_declared: bool = True) -> Analysis:
+    """`check_declared` False: the declared port dims are not compared (a reshaped model: irrun/reshape.py)."""
     diags = document.diagnostics
     nodes = bind_ops(document, context, diags)
     _bind_bodies(document, nodes, context, diags)
     order, live = check_structure(document, nodes, diags)
-    infer_types(document, nodes, order, diags)
+    infer_types(document, nodes, order, diags, check_declared=check_declared)
     return Analysis(document, nodes, order, live, diags, context)

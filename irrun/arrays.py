@@ -13,7 +13,7 @@ import tempfile
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterator, Mapping
 
 import numpy as np
 
@@ -46,6 +46,47 @@ def load_array_file(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
             except (OSError, EOFError, zipfile.BadZipFile) as exc:
                 raise InputError(f"{path}: not a readable .npz archive ({exc})") from None
     return data
+
+
+class NpzArchive(Mapping):
+    """A `.npz` read lazily, one array at a time when asked for, never unpickling anything.
+    Close it (or use it in a `with`)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise InputError(f"{path}: no such file")
+        try:
+            self._npz = np.load(self.path, allow_pickle=False)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise InputError(f"{path}: not a readable .npz archive ({exc})") from None
+        if not isinstance(self._npz, np.lib.npyio.NpzFile):
+            raise InputError(f"{path}: is a single .npy array, not a .npz archive of named arrays")
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        try:
+            return self._npz[key]
+        except KeyError:
+            raise
+        except ValueError as exc:
+            raise InputError(f"{self.path}: array {key!r} cannot be read without pickle ({exc})") from None
+        except (OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise InputError(f"{self.path}: array {key!r} is not readable ({exc})") from None
+
+    def __iter__(self):
+        return iter(self._npz.files)
+
+    def __len__(self):
+        return len(self._npz.files)
+
+    def close(self):
+        self._npz.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 @contextmanager

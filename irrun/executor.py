@@ -38,6 +38,7 @@ from .analysis import SINK_TYPES, Analysis, Node
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
+from .watch import BODY_WATCH, TOP, Produced, Scope, key_names
 
 
 def physical_memory() -> int:
@@ -82,6 +83,9 @@ class Step:
     kernel: Callable = None    # op.run, or what op.bind returned
     consumable: frozenset[int] = frozenset()
     checked: tuple | None = None   # dynamic models: the input shapes (and small values) last checked
+    volatile: tuple[bool, ...] = ()   # per output: a later step may overwrite its buffer in place
+    complete: Callable | None = None  # op.run, where the bound kernel may skip outputs nobody reads
+    key_name: str = ""                # the name its tensors' keys use (irrun/watch.py: key_names)
 
     def program(self) -> tuple:
         """(kernel, gather inputs, spread the inputs, single output slot or None, outputs, free)."""
@@ -131,6 +135,8 @@ class Plan:
                         release(dropped)
 
         steps: list[Step] = []
+        # Layers not run per call, for watchers: step index they precede -> layers folded there.
+        self.folded_before: dict[int, list[Node]] = {}
         for lid in order:
             node = nodes[lid]
             types = node.types
@@ -138,6 +144,7 @@ class Plan:
                 for i, t in enumerate(types):
                     self.constants[slot((lid, i))] = t.value
                 folded(node)
+                self.folded_before.setdefault(len(steps), []).append(node)
                 continue
             ins = [slot(src) for src in node.inputs]
             if all(s in self.constants for s in ins) and ins and node.op.foldable:
@@ -148,6 +155,7 @@ class Plan:
                 for i, v in enumerate(values):
                     self.constants[slot((lid, i))] = v
                 folded(node)
+                self.folded_before.setdefault(len(steps), []).append(node)
                 continue
             if read_constant is not None:
                 ins = [self._constant_as_read(node, i, s, read_constant) for i, s in enumerate(ins)]
@@ -178,6 +186,13 @@ class Plan:
         for s, v in self.constants.items():
             self._initial[s] = v
         self._program = [step.program() for step in steps]
+        self._routes: dict[tuple, _Route] = {}
+        self.key_names = key_names(analysis.document.graph.layers.values())
+        # (node, port, value) -> the value as the model reports it, for watchers (set by the model
+        # when it computes in other types than it declares: irrun/precision.py); None: as computed
+        self.report: Callable | None = None
+        for step in steps:
+            step.key_name = self.key_names[step.node.id]
 
     def _constant_as_read(self, node: Node, i: int, s: int, read_constant) -> int:
         """The slot of constant input i as `node` reads it: a slot of its own when that differs."""
@@ -209,8 +224,9 @@ class Plan:
             if s not in keep:
                 self.steps[k].free.append(s)
 
-    def _consumable_slots(self) -> dict[int, set[int]]:
-        """Step index -> slots it may overwrite (see the module docstring for the rule)."""
+    def _consumable_slots(self) -> tuple[dict[int, set[int]], dict[int, list[int]]]:
+        """Step index -> slots it may overwrite (see the module docstring for the rule); and
+        slot -> the outputs that may be views of it."""
         last = self._last_use()
         producer_fresh: dict[int, bool] = {}
         view_outputs: dict[int, list[int]] = {}      # slot -> outputs that may be views of it
@@ -242,10 +258,10 @@ class Plan:
             for s in step.inputs:
                 if producer_fresh.get(s) and last.get(s) == k and dies_at(s, k):
                     found.setdefault(k, set()).add(s)
-        return found
+        return found, view_outputs
 
     def _bind_kernels(self) -> None:
-        consumable = self._consumable_slots()
+        consumable, view_outputs = self._consumable_slots()
         read = {s for step in self.steps for s in step.inputs} | set(self.result_slots)
         for k, step in enumerate(self.steps):
             bind = getattr(step.op, "bind", None)
@@ -257,7 +273,19 @@ class Plan:
                                 list(step.node.types[:len(step.outputs)]), step.consumable,
                                 tuple(s in read for s in step.outputs))
                 kernel = bind(info)
+                if kernel is not None and not all(info.used):
+                    step.complete = step.op.run
             step.kernel = kernel or step.op.run
+        # What a watcher must copy to keep: buffers a step may overwrite, and the views of them.
+        overwritten = {step.inputs[i] for step in self.steps for i in step.consumable}
+        todo = list(overwritten)
+        while todo:
+            for v in view_outputs.get(todo.pop(), ()):
+                if v not in overwritten:
+                    overwritten.add(v)
+                    todo.append(v)
+        for step in self.steps:
+            step.volatile = tuple(s in overwritten for s in step.outputs)
 
     # ------------------------------------------------------------ errors
     def _check_size(self, node: Node, nbytes: int, shape=None) -> None:
@@ -310,16 +338,19 @@ class Plan:
         step.checked = key
 
     # ------------------------------------------------------------ running
-    def run(self, feeds: dict[str, np.ndarray], timings: list | None = None) -> list[np.ndarray]:
-        """Run every step; with `timings`, append (layer, seconds) for each step."""
+    def run(self, feeds: dict[str, np.ndarray], watchers: tuple = (), scope: Scope = TOP) -> list[np.ndarray]:
+        """Run every step.  `watchers` (see irrun/watch.py) see each layer's outputs as its step
+        ends; `scope` is where a body's keys live."""
         slots = self._initial.copy()
         for pid, s in self.parameter_slots.items():
             slots[s] = feeds[pid]
         with np.errstate(all="ignore"):
-            if timings is None and not self.dynamic:
+            if watchers:
+                self._run_checked(slots, Watching(self, watchers, scope, slots))
+            elif not self.dynamic:
                 self._run_static(slots)
             else:
-                self._run_checked(slots, timings)
+                self._run_checked(slots, None)
         return [slots[s] for s in self.result_slots]
 
     def _run_static(self, slots: list) -> None:
@@ -340,20 +371,169 @@ class Plan:
             step = self.steps[k]
             raise self._located(step.node, exc, args if len(step.inputs) != 1 else (args,)) from None
 
-    def _run_checked(self, slots: list, timings: list | None) -> None:
-        """Dynamic shapes (sizes checked before each step that was not sized at load) and profiling."""
+    def _run_checked(self, slots: list, watching: Watching | None) -> None:
+        """Dynamic shapes (sizes checked before each step that was not sized at load) and watchers."""
         check = self.dynamic
-        for step in self.steps:
+        folded = watching.route.folded if watching is not None else ()
+        for k, step in enumerate(self.steps):
+            if k in folded:
+                watching.folded(k)
             args = [slots[s] for s in step.inputs]
             if check and None in step.out_nbytes:
                 self._check_runtime_types(step, args)
-            if timings is None:
+            if watching is None:
                 out = self._run_step(step.node, step.kernel, args)
             else:
-                start = time.perf_counter()
-                out = self._run_step(step.node, step.kernel, args)
-                timings.append((step.node.layer, time.perf_counter() - start))
+                out = watching.step(k, step, args)
             for s, v in zip(step.outputs, out):
                 slots[s] = v
             for s in step.free:
                 slots[s] = None
+        if len(self.steps) in folded:
+            watching.folded(len(self.steps))
+
+    # ------------------------------------------------------------ watching
+    def source_value(self, src: tuple[str, int]):
+        """A tensor not computed per call: a constant the plan holds or a value analysis inferred;
+        None when neither holds it (a folded tensor the plan dropped once no step needed it)."""
+        s = self.slot_of.get(src)
+        if s in self.constants:
+            return self.constants[s]
+        t = self.analysis.type_of(src)
+        return None if t is None else t.value
+
+    def route(self, watchers: tuple) -> _Route:
+        key = tuple(w.selection() for w in watchers)
+        found = self._routes.get(key)
+        if found is None:
+            if len(self._routes) > 16:
+                self._routes.clear()
+            found = self._routes[key] = _Route(self, watchers)
+        return found
+
+
+class _Route:
+    """Which of a set of watchers (by position) sees which layer; the same for every set that
+    selects alike, so it is worked out once."""
+
+    def __init__(self, plan: Plan, watchers: tuple):
+        self.choices: list[tuple[int, ...]] = [()]      # distinct index tuples; 0 is "nobody"
+        index: dict[tuple[int, ...], int] = {(): 0}
+
+        def choice(node: Node) -> int:
+            op_type = node.layer.op_type
+            if op_type == "Result":
+                return 0
+            seen = tuple(i for i, w in enumerate(watchers)
+                         if (w.layers is None or node.id in w.layers) and (op_type != "Constant" or w.constants))
+            if seen not in index:
+                index[seen] = len(self.choices)
+                self.choices.append(seen)
+            return index[seen]
+
+        nodes = plan.analysis.nodes
+        sources = [i for i, w in enumerate(watchers) if w.sources]
+        self.parameters = [(nodes[pid], choice(nodes[pid])) for pid in plan.parameter_slots]
+        self.steps = [choice(step.node) for step in plan.steps]
+        # Folded layers a watcher wants, and the dropped ones their values need recomputed from.
+        self.folded: dict[int, list[tuple[Node, int]]] = {}
+        wanted = []
+        for position, folded in plan.folded_before.items():
+            for node in folded:
+                c = choice(node)
+                if any(i in sources for i in self.choices[c]):
+                    self.folded.setdefault(position, []).append((node, c))
+                    wanted.append(node)
+        self.recompute: set[str] = set()
+        self.readers: dict[str, int] = {}     # recomputed layer -> recomputed layers that read it
+        todo = [n for n in wanted if any(plan.source_value((n.id, i)) is None for i in range(len(n.types)))]
+        while todo:
+            node = todo.pop()
+            if node.id in self.recompute:
+                continue
+            self.recompute.add(node.id)
+            for src in node.inputs:
+                if plan.source_value(src) is None:
+                    self.readers[src[0]] = self.readers.get(src[0], 0) + 1
+                    todo.append(nodes[src[0]])
+        # Recomputing runs in plan order: a layer needed only as an input is computed at its place too.
+        for position, folded in plan.folded_before.items():
+            listed = {n.id for n, _ in self.folded.get(position, ())}
+            extra = [(n, 0) for n in folded if n.id in self.recompute and n.id not in listed]
+            if extra:
+                merged = self.folded.setdefault(position, []) + extra
+                order = {n.id: i for i, n in enumerate(folded)}
+                merged.sort(key=lambda nc: order[nc[0].id])
+                self.folded[position] = merged
+
+
+class Watching:
+    """One watched run of a plan: hands each watcher the layers it selects (see irrun/watch.py)."""
+
+    def __init__(self, plan: Plan, watchers: tuple, scope: Scope, slots: list):
+        self.plan = plan
+        self.scope = scope
+        self.timed = any(w.timed for w in watchers)
+        route = self.route = plan.route(watchers)
+        sources = [w.sources for w in watchers]
+        self.seeing = [tuple(watchers[i] for i in c) for c in route.choices]
+        self.seeing_sources = [tuple(watchers[i] for i in c if sources[i]) for c in route.choices]
+        self.makes_all = [any(watchers[i].wants_values for i in c) for c in route.choices]
+        self.memo: dict[str, tuple] = {}
+        self.readers = dict(route.readers)
+        for node, c in route.parameters:
+            event = Produced(node, (slots[plan.parameter_slots[node.id]],), scope, folded=True,
+                             name=plan.key_names[node.id], report=plan.report)
+            for w in self.seeing_sources[c]:
+                w.produced(event)
+
+    def folded(self, position: int) -> None:
+        """Report the layers folded at load that come before step `position`."""
+        for node, c in self.route.folded.get(position, ()):
+            values = self._folded_values(node)
+            event = Produced(node, values, self.scope, folded=True, name=self.plan.key_names[node.id],
+                             report=self.plan.report)
+            for w in self.seeing_sources[c]:
+                w.produced(event)
+
+    def _folded_values(self, node: Node) -> tuple:
+        plan = self.plan
+        if node.id not in self.route.recompute:
+            return tuple(plan.source_value((node.id, i)) for i in range(len(node.types)))
+        args = []
+        for src in node.inputs:
+            value = plan.source_value(src)
+            if value is None:
+                value = self.memo[src[0]][src[1]]
+                self.readers[src[0]] -= 1
+                if not self.readers[src[0]]:
+                    del self.memo[src[0]]
+            args.append(value)
+        values = plan._run_step(node, node.op.run, args)
+        if self.readers.get(node.id):
+            self.memo[node.id] = values
+        return values
+
+    def step(self, k: int, step: Step, args: list) -> tuple:
+        """Run step `k` and show its outputs to the watchers that select it."""
+        choice = self.route.steps[k]
+        seeing = self.seeing[choice]
+        plan = self.plan
+        if not seeing:
+            return plan._run_step(step.node, step.kernel, args)
+        op = step.op
+        token = BODY_WATCH.set((op, seeing, self.scope)) if step.node.bodies else None
+        try:
+            start = time.perf_counter() if self.timed else 0.0
+            # (A kernel bound to skip outputs nobody reads gives way to the op's own, which makes them all.)
+            kernel = step.complete if step.complete is not None and self.makes_all[choice] else step.kernel
+            out = plan._run_step(step.node, kernel, args)
+            seconds = time.perf_counter() - start if self.timed else 0.0
+        finally:
+            if token is not None:
+                BODY_WATCH.reset(token)
+        event = Produced(step.node, out[:len(step.outputs)], self.scope, start, seconds, False, step.volatile, args,
+                         step.key_name, plan.report)
+        for w in seeing:
+            w.produced(event)
+        return out

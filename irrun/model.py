@@ -27,6 +27,7 @@ from .registry import TensorType
 from .results import Results
 from .shapes import Dim, Shape, format_shape
 from .threads import set_threads, threads as current_threads
+from .watch import Collect, Timings, Watcher, split_key, tensor_key
 from .weights import Weights
 
 
@@ -182,13 +183,21 @@ class Model:
         self._source = ModelSource(document.path)
         # Calls on a stateful model are a sequence: one at a time (see the class docstring).
         self._turn = threading.RLock()
-        self.document = document
-        self.analysis = analysis
         self.weights = weights
-        self.layers = document.graph.layers
         self.name = document.name
         self.ir_version = document.version
         self.rt_info = document.rt_info
+        self._precision = precision
+        self._added: dict[tuple[str, int], str] = {}     # add_outputs: (layer id, port) -> key
+        self._reshaped: dict[str, str] = {}               # reshape: input name -> shape, for pickles
+        keep_freed_memory()
+        self._adopt(document, analysis)
+
+    def _adopt(self, document: IRDocument, analysis: Analysis) -> None:
+        """Take on an analysed document: ports, names and the plan (at load and after a reshape)."""
+        self.document = document
+        self.analysis = analysis
+        self.layers = document.graph.layers
         params = document.graph.layers_of_type("Parameter")
         results = document.graph.layers_of_type("Result")
         self.inputs = [self._input_info(l) for l in params]
@@ -198,14 +207,32 @@ class Model:
         for i, (info, layer) in enumerate(zip(self.inputs, params)):
             for key in (*info.names, layer.name):
                 self._input_lookup.setdefault(key, i)
-        keep_freed_memory()
+        weights = self.weights
         # A constant only folding reads (an f16 weight, once decompressed) leaves memory as it is dropped.
         with _no_cyclic_gc():
-            self._execution = prepare(analysis, precision)
+            self._execution = prepare(analysis, self._precision)
             self.precision = self._execution.precision
-            self._plan = Plan(self._execution.analysis, [l.id for l in results], [l.id for l in params], max_memory,
-                              release=weights.release if weights is not None else None,
+            self._plan = Plan(self._execution.analysis, [l.id for l in results], [l.id for l in params],
+                              self.max_memory, release=weights.release if weights is not None else None,
                               read_constant=self._execution.read_constant)
+        if self._execution.analysis is not analysis:
+            self._plan.report = self._reported
+        self.__dict__.pop("graph", None)      # (its labels carry the inferred shapes)
+
+    def _reported(self, node, port: int, value: np.ndarray) -> np.ndarray:
+        """A layer output in the type the IR declares (the plan may compute it in another)."""
+        types = self.analysis.nodes[node.id].types
+        t = types[port] if port < len(types) else None
+        return value if t is None or t.etype.carrier is None else self._execution.output(value, t.etype)
+
+    def reshape(self, shapes: Mapping[Any, Any]) -> None:
+        """New input shapes, as OpenVINO's `Model.reshape`: `{"x": [2, 3, 320, 320]}` (by input name,
+        Parameter name or index; -1 or "?" makes a dim dynamic, "1..8" an interval).  Every shape is
+        inferred again; a shape the model cannot take raises ModelError naming the layer.  Variables
+        (ReadValue/Assign) start again from their initial values."""
+        from .reshape import reshaped_analysis
+        self._adopt(*reshaped_analysis(self, shapes))
+        self._reshaped = {info.name: format_shape(info.shape) for info in self.inputs}
 
     @cached_property
     def graph(self):
@@ -284,45 +311,108 @@ class Model:
         if shape is not None:
             if array.ndim != len(shape):
                 raise InputError(f"input {info.name!r} expects rank {len(shape)} {format_shape(shape)}, "
-                                 f"got shape {list(array.shape)}", file=file)
+                                 f"got shape {list(array.shape)}{_reshape_hint(info, array)}", file=file)
             for i, (d, n) in enumerate(zip(shape, array.shape)):
                 if (isinstance(d, int) and d != n) or (isinstance(d, Dim) and not d.contains(n)):
                     raise InputError(f"input {info.name!r} expects shape {format_shape(shape)}, got "
-                                     f"{list(array.shape)} (dim {i}: {n} is not {d})", file=file)
+                                     f"{list(array.shape)} (dim {i}: {n} is not {d}){_reshape_hint(info, array)}",
+                                     file=file)
         return array
 
-    def infer(self, inputs: Any, *, profile: list | None = None) -> Results:
+    def infer(self, inputs: Any, *, intermediates: bool | str = False, bodies: bool = False,
+              profile: list | None = None, watch=()) -> Results:
         """Run the model.  `inputs`: dict by name, list in input order, or one array.  The result maps
         output names to arrays in output order; `result[0]` is the first output (irrun/results.py).
 
-        With `profile=[]`, (layer, seconds) is appended to it for every layer run.
+        Returns the outputs by name, then the tensors `add_outputs` asked for, then with
+        `intermediates=True` every layer output keyed "<layer name>:<output index>" in
+        topological order (Parameters included; Constants too with `intermediates="all"`), and
+        with `bodies=True` as well the outputs of the layers inside Loop, TensorIterator and If
+        bodies, per iteration (see irrun/watch.py for the key form).  `watch`: more
+        `irrun.watch.Watcher`s to run.  With `profile=[]`, (layer, seconds) is appended to it for
+        every layer run.
         """
+        if intermediates not in (False, True, "all"):
+            raise UsageError(f'intermediates must be False, True or "all", not {intermediates!r}')
+        if bodies and not intermediates:
+            raise UsageError("bodies=True shows the layers inside bodies along with every other layer: "
+                             "pass intermediates=True too")
         feeds = self._feeds(inputs)
         if self.weights is not None:
             self.weights.check_unchanged()
+        watchers = [watch] if isinstance(watch, Watcher) else list(watch) if watch else []
+        added = every = timings = None
+        if self._added:
+            added = Collect(frozenset(lid for lid, _ in self._added), True, ports=self._added)
+            watchers.append(added)
+        if intermediates:
+            every = Collect(None, intermediates == "all", bodies)
+            watchers.append(every)
+        if profile is not None:
+            timings = Timings()
+            watchers.append(timings)
         context = self.analysis.context
         if not context.variables:
-            values = self._plan.run(feeds, profile)
+            values = self._plan.run(feeds, tuple(watchers))
         else:
             with self._turn:
                 context.assigned.clear()
                 try:
-                    values = self._plan.run(feeds, profile)
+                    values = self._plan.run(feeds, tuple(watchers))
                     # Assigns take effect together once the call succeeds: every ReadValue
                     # of this call saw the values from before it.
                     context.state.update(context.assigned)
                 finally:
                     context.assigned.clear()
+        if timings is not None:
+            profile.extend((t.node.layer, t.seconds) for t in timings.steps)
         out = Results()
         for info, value in zip(self.outputs, values):
             value = self._execution.output(value, info.element_type)
-            if value.base is not None or not value.flags.writeable or \
-                    any(np.may_share_memory(value, f) for f in feeds.values()):
-                # A view may alias an input, a constant, the weights or a variable:
-                # the caller gets an array of its own, as from OpenVINO.
-                value = value.copy()
-            out[info.name] = value
+            out[info.name] = _own(value, feeds)
+        out.outputs = len(out)
+        if added is not None:       # in the order they were asked for, as OpenVINO appends them
+            for key in self._added.values():
+                if key in added.values:
+                    out.setdefault(key, _own(added.values[key], feeds))
+        if every is not None:
+            for key, value in every.values.items():
+                out.setdefault(key, _own(value, feeds))
         return out
+
+    def add_outputs(self, names) -> list[str]:
+        """Keep these tensors too, as OpenVINO's `Model.add_outputs` does: later `infer` calls
+        return them beside the outputs.  `names`: layer names (every output of the layer; a
+        Result: the tensor it takes), "layer:port" keys, tensor names or (layer name, port) pairs,
+        resolved as `irrun extract` resolves them.  Returns their keys."""
+        from .extraction import resolve_tensors
+        keyed = self._plan.key_names
+        own = {name: lid for lid, name in keyed.items() if name != self.layers[lid].name}   # "name#id"
+        found: dict[tuple[str, int], str] = {}
+        for item in [names] if isinstance(names, (str, tuple)) else names:
+            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], int):
+                item = f"{item[0]}:{item[1]}"
+            if not isinstance(item, str):
+                raise UsageError(f"add_outputs takes layer names, 'name:port' keys, tensor names or (name, port) "
+                                 f"pairs, not {item!r}")
+            base, port = split_key(item)
+            if base in own:
+                layer = self.layers[own[base]]
+                tensors = [(layer, p) for p in (range(len(layer.outputs)) if port is None else [port])]
+            else:
+                if sum(l.name == base for l in self.layers.values()) > 1:
+                    ways = ", ".join(repr(n) for lid, n in keyed.items() if self.layers[lid].name == base)
+                    raise UsageError(f"add_outputs: several layers are named {base!r}; name one of {ways}")
+                tensors = [(t.layer, t.index) for t in resolve_tensors(self.document.graph, item, what="add_outputs")]
+            for layer, p in tensors:
+                if not 0 <= p < len(layer.outputs):
+                    raise UsageError(f'add_outputs "{item}": {layer.ref.describe()} has {len(layer.outputs)} outputs')
+                if layer.id not in self.analysis.live and layer.op_type != "Parameter":
+                    raise UsageError(f"add_outputs: {layer.ref.describe()} does not reach any Result, so it is never "
+                                     f"computed")
+                found[layer.id, p] = tensor_key(keyed[layer.id], p)
+        self._added.update(found)
+        return list(found.values())
 
     __call__ = infer
 
@@ -368,7 +458,8 @@ class Model:
         return {"max_memory": self.max_memory, "precision": self.precision, "strict": self.strict}
 
     def __reduce__(self):
-        return _unpickle_model, (str(self._source.xml), self.options(), self.fingerprint())
+        edits = {"shapes": self._reshaped, "outputs": list(self._added.values())}
+        return _unpickle_model, (str(self._source.xml), self.options(), self.fingerprint(), edits)
 
     def close(self):
         if self.weights is not None:
@@ -405,6 +496,20 @@ def _check_integer_range(name: str, etype: ElementType, array: np.ndarray, file:
                          file=file)
 
 
+def _reshape_hint(info: PortInfo, array: np.ndarray) -> str:
+    return f"; to run other shapes, reshape the model first (--shape {info.name}={format_shape(array.shape)}, " \
+           f"or Model.reshape)"
+
+
+def _own(value: np.ndarray, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    """`value`, or a copy where it is a view that may alias an input, a constant, the weights or a
+    variable: the caller gets an array of its own, as from OpenVINO."""
+    if value.base is not None or not value.flags.writeable or any(np.may_share_memory(value, f)
+                                                                   for f in feeds.values()):
+        return value.copy()
+    return value
+
+
 def _string_array(name: str, array: np.ndarray, file: str) -> np.ndarray:
     """A string input as irrun carries it: an object array of str.  Bytes are decoded as UTF-8;
     bytes that are not UTF-8 survive (surrogateescape), as they do in StringTensorUnpack."""
@@ -425,7 +530,7 @@ def _v10_output(value: np.ndarray, etype: ElementType) -> np.ndarray:
     return value if value.dtype == carrier else value.astype(carrier)
 
 
-def _unpickle_model(path: str, options: dict, fingerprint: str) -> Model:
+def _unpickle_model(path: str, options: dict, fingerprint: str, edits: dict | None = None) -> Model:
     """Checked before loading (other files may not even load) and after (they may change meanwhile)."""
     def check(found: str) -> None:
         if found != fingerprint:
@@ -437,6 +542,10 @@ def _unpickle_model(path: str, options: dict, fingerprint: str) -> Model:
         raise UnreadableFileError(f"cannot read the pickled model's file: {exc.strerror or exc}", file=path) from None
     model = Model(path, **options)
     check(model.fingerprint())
+    if edits and edits["shapes"]:           # what reshape and add_outputs did to it
+        model.reshape(edits["shapes"])
+    if edits and edits["outputs"]:
+        model.add_outputs(edits["outputs"])
     return model
 
 

@@ -16,16 +16,20 @@ import numpy as np
 
 
 class Results(dict):
-    """Output name -> array, in the model's output order; an int indexes by position."""
+    """Output name -> array, in the model's output order; an int indexes by position.  Tensors
+    `Model.infer` adds after the outputs (`add_outputs`, intermediates) have no position."""
+
+    #: how many of the entries are the model's outputs (None: all)
+    outputs: int | None = None
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            values = list(self.values())
+            values = list(self.values())[:self.outputs]
             try:
                 return values[key]
             except IndexError:
                 raise IndexError(f"output index {key} is out of range: the model has {len(values)} "
-                                 f"output{'s' if len(values) != 1 else ''} ({', '.join(self)})") from None
+                                 f"output{'s' if len(values) != 1 else ''} ({', '.join(list(self)[:self.outputs])})") from None
         return super().__getitem__(key)
 
     def get(self, key: Any, default: Any = None) -> Any:

@@ -26,6 +26,7 @@ from .executor import Plan
 from .ir import Layer
 from .registry import TensorType
 from .shapes import format_shape
+from .watch import TOP, Scope
 
 _SLICE_DEFAULTS = {"start": 0, "stride": 1, "end": -1, "part_size": 1}
 
@@ -203,11 +204,11 @@ class BodyRunner:
         self.layers = body.document.graph.layers
         self.plan = Plan(body, self.results, parameters, memory_limit)
 
-    def __call__(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def __call__(self, feeds: dict[str, np.ndarray], watchers: tuple = (), scope: Scope = TOP) -> dict[str, np.ndarray]:
         for pid, t in self.expected.items():
             value = feeds[pid]
             if t is not None and not fits(t.shape, value.shape):
                 layer = self.layers[pid]
                 raise ModelError(f'body Parameter {pid} "{layer.name}" was inferred as {format_shape(t.shape)} '
                                  f"but gets {list(value.shape)}")
-        return dict(zip(self.results, self.plan.run(feeds)))
+        return dict(zip(self.results, self.plan.run(feeds, watchers, scope)))

@@ -26,12 +26,17 @@ def tensor_summary(value: np.ndarray, *, top: int = TOP_K) -> dict:
     out: dict = {"shape": list(value.shape), "dtype": str(value.dtype),
                  "min": None, "max": None, "mean": None, "nan": 0, "inf": 0}
     if value.size and value.dtype.kind in "biuf":
-        v = value.astype(np.float64) if value.dtype.kind in "bf" else value
+        # No float64 copy of the tensor (a dump summarises every tensor of a model as it goes):
+        # min and max in its own type, the mean accumulated in float64.
+        v = value
         if value.dtype.kind == "f":
             finite = np.isfinite(v)
-            out["nan"] = int(np.isnan(v).sum())
-            out["inf"] = int(v.size - finite.sum() - out["nan"])
-            v = v[finite] if out["nan"] or out["inf"] else v
+            nonfinite = v.size - int(np.count_nonzero(finite))
+            if nonfinite:
+                out["nan"] = int(np.count_nonzero(np.isnan(v)))
+                out["inf"] = nonfinite - out["nan"]
+                v = v[finite]
+            del finite
         if v.size:
             out["min"], out["max"] = _number(v.min()), _number(v.max())
             out["mean"] = _number(np.mean(v, dtype=np.float64))

@@ -48,6 +48,23 @@ def run_openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(result[out]) for out in compiled.outputs]
 
 
+def openvino_layer_outputs(xml: Path | ov.Model, feeds: dict[str, np.ndarray], *,
+                           constants: bool = False) -> dict[str, np.ndarray]:
+    """Every layer output as OpenVINO's CPU plugin computes it (f32), each added as a model output
+    (which also keeps the plugin from fusing it away), keyed "<friendly name>:<output index>".
+    `xml`: an IR file, or a model read from one (which this changes)."""
+    model = xml if isinstance(xml, ov.Model) else _CORE.read_model(str(xml))
+    model.add_outputs([port for op in model.get_ordered_ops() if op.get_type_name() != "Result"
+                       and (constants or op.get_type_name() != "Constant") for port in op.outputs()])
+    compiled = compile_cpu(model)
+    result = compiled(feeds)
+    found = {}
+    for out, compiled_out in zip(model.outputs, compiled.outputs):
+        source = out.get_node().input_value(0)
+        found[f"{source.get_node().get_friendly_name()}:{source.get_index()}"] = np.asarray(result[compiled_out])
+    return found
+
+
 def evaluate_reference(model: ov.Model, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """OpenVINO's reference evaluation (no plugin): for ops where the CPU plugin has bugs."""
     # np.require keeps 0-d arrays 0-d (np.ascontiguousarray makes them shape (1,)).

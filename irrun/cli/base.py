@@ -70,6 +70,16 @@ def collect_inputs(specs: tuple[str, ...], model_inputs: set[str] | None = None)
     return (named if origin else positional), ignored
 
 
+def inputs_for(model, specs: tuple[str, ...]):
+    """`--input` values for `model` (see `collect_inputs`), noting on stderr what an archive held
+    that the model does not take."""
+    names = {n for i in model.inputs for n in (i.name, *i.names, i.layer.name)}
+    feeds, ignored = collect_inputs(specs, names)
+    for archive, extra in ignored.items():
+        click.echo(f"note: ignored {', '.join(extra)} in {archive} (not inputs of the model)", err=True)
+    return feeds
+
+
 def _pick(loaded, name: str, path: str):
     """The array for `NAME=path`: the file's array, or the archive's array NAME, or its only array."""
     if not isinstance(loaded, dict):

@@ -10,25 +10,16 @@ from pathlib import Path
 import click
 
 from ..arrays import output_target_kind, save_outputs
+from ..dump import Dump, select_layers
 from ..errors import UsageError
 from ..model import load
+from ..profiling import profile as run_profile
+from ..reshape import shape_options
 from ..shapes import format_shape
 from ..summary import format_summary, tensor_summary
-from .base import cli, collect_inputs, parse_size, precision_options, threads_option
+from .base import cli, inputs_for, parse_size, precision_options, threads_option
 
 
-def _print_profile(timings: list) -> None:
-    total = sum(t for _, t in timings) or 1e-12
-    by_type: dict[str, list[float]] = {}
-    for layer, t in timings:
-        by_type.setdefault(layer.label, []).append(t)
-    click.echo(f"profile: {len(timings)} layers run in {total * 1e3:.3f} ms")
-    click.echo(f"  {'ms':>9}  {'%':>5}  {'count':>5}  layer type")
-    for label, ts in sorted(by_type.items(), key=lambda kv: -sum(kv[1])):
-        click.echo(f"  {sum(ts) * 1e3:9.3f}  {100 * sum(ts) / total:5.1f}  {len(ts):5d}  {label}")
-    click.echo("  slowest layers:")
-    for layer, t in sorted(timings, key=lambda lt: -lt[1])[:10]:
-        click.echo(f"  {t * 1e3:9.3f}  {layer.ref.describe()}")
 
 
 @cli.command()
@@ -42,12 +33,28 @@ def _print_profile(timings: list) -> None:
                    "or - (the .npz to stdout).")
 @click.option("--max-memory", type=str, default=None, metavar="SIZE",
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
-@click.option("--profile", is_flag=True, help="Print time per layer type and the slowest layers.")
+@click.option("--shape", "shapes", multiple=True, metavar="[NAME=][DIMS]",
+              help="Reshape an input before running, e.g. x=[2,3,320,320]; -1 or ? makes a dim dynamic. "
+                   "Repeatable.")
+@click.option("--profile", is_flag=True,
+              help="After a warm-up, time --repeat runs; print the median time per op type and the slowest layers.")
+@click.option("--repeat", type=int, default=None, metavar="N",
+              help="Runs to take the median of with --profile/--trace (default: about a second's worth, 3 to 100).")
+@click.option("--trace", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write the median run as a Chrome trace (trace.json: open in ui.perfetto.dev or chrome://tracing).")
+@click.option("--dump", type=click.Path(), metavar="PATH",
+              help="Write every layer's output as it is produced: PATH.npz is one archive, any other PATH a "
+                   "directory of .npy files with index.json.")
+@click.option("--dump-filter", metavar="REGEX|TYPE",
+              help="Dump only the layers of this op type, or whose names match this regular expression.")
+@click.option("--dump-bodies", is_flag=True,
+              help="Dump the layers inside Loop, TensorIterator and If bodies too, per iteration.")
 @threads_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="How to print the outputs' summary; json: {\"outputs\": [...]} on stdout, for scripts.")
 @precision_options
-def infer(model, inputs, output, max_memory, profile, threads, fmt, precision, strict):
+def infer(model, inputs, output, max_memory, shapes, profile, repeat, trace, dump, dump_filter, dump_bodies, threads,
+          fmt, precision, strict):
     """Run MODEL on the given inputs."""
     if output is not None:
         output_target_kind(output)      # a bad --output is refused before the model runs
@@ -55,19 +62,31 @@ def infer(model, inputs, output, max_memory, profile, threads, fmt, precision, s
             raise UsageError("--output - and --format json both write to stdout; write the outputs to a file")
     limit = parse_size(max_memory) if max_memory else None
     m = load(model, max_memory=limit, threads=threads, precision=precision, strict=strict)
+    if shapes:
+        m.reshape(shape_options(m, shapes))
     if not inputs:
         want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
         raise UsageError(f"no --input given; the model takes: {want}")
-    names = {n for i in m.inputs for n in (i.name, *i.names, i.layer.name)}
-    feeds, ignored = collect_inputs(inputs, names)
-    for archive, extra in ignored.items():
-        click.echo(f"note: ignored {', '.join(extra)} in {archive} (not inputs of the model)", err=True)
+    if (dump_filter or dump_bodies) and not dump:
+        raise UsageError("--dump-filter and --dump-bodies go with --dump PATH")
+    if repeat is not None and not (profile or trace):
+        raise UsageError("--repeat goes with --profile or --trace")
+    feeds = inputs_for(m, inputs)
     to_stdout = output == "-"
-    timings: list | None = [] if profile else None
-    outputs = m.infer(feeds, profile=timings)
-    if timings is not None:
-        with contextlib.redirect_stdout(sys.stderr if fmt == "json" or to_stdout else sys.stdout):
-            _print_profile(timings)                         # stdout carries the JSON or the .npz only
+    if dump:
+        with Dump(dump, select_layers(m, dump_filter), bodies=dump_bodies) as dumped:
+            outputs = m.infer(feeds, watch=[dumped])
+        click.echo(f"dumped {len(dumped.written)} tensors to {dump}", err=True)
+    else:
+        outputs = m.infer(feeds)
+    if profile or trace:
+        timed = run_profile(m, feeds, repeat)
+        if profile:
+            with contextlib.redirect_stdout(sys.stderr if fmt == "json" or to_stdout else sys.stdout):
+                click.echo(timed.format_text())             # stdout carries the JSON or the .npz only
+        if trace:
+            timed.write_trace(trace)
+            click.echo(f"wrote a trace of {len(timed.layers)} layers to {trace}", err=True)
     written = save_outputs(output, outputs, stdout=click.get_binary_stream("stdout")) if output is not None else None
     if fmt == "json":
         report = {"model": str(m.path), "outputs": [{"name": name, **tensor_summary(value)}

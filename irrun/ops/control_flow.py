@@ -16,6 +16,7 @@ from ..registry import Op, TensorType, register
 from ..shapes import ANY, format_shape, make_dim, normalize_axis
 from ..subgraph import (BodyInput, BodyOutput, BodyRunner, PortMap, Slicing, infer_body, result_sources,
                         zeros_of)
+from ..watch import BODY_WATCH
 
 INT64_MAX = (1 << 63) - 1
 PORT_MAP_OF = {"body": "port_map", "then_body": "then_port_map", "else_body": "else_port_map"}
@@ -113,6 +114,15 @@ class SubgraphOp(Op):
     bodies: dict[str, Analysis]
     #: the enclosing plan's limit on one tensor's size (bytes), which the bodies' plans keep too
     memory_limit: int | None = None
+    def run_body(self, tag: str, feeds: dict, iteration: int | None = None) -> dict:
+        """One run of a body, shown to the watchers that ask to see inside it (irrun/watch.py)."""
+        watching = BODY_WATCH.get()
+        if watching is None or watching[0] is not self:
+            return self.runner(tag)(feeds)
+        _, watchers, scope = watching
+        inner = scope.enter(self.layer.name, tag, iteration)
+        found = tuple(c for w in watchers if (c := w.enter(self.layer, tag, iteration, inner)) is not None)
+        return self.runner(tag)(feeds, found, inner)
 
     def __init__(self, spec, attrs):
         super().__init__(spec, attrs)
@@ -170,7 +180,7 @@ class SubgraphOp(Op):
 
     def iterate(self, args: tuple, limit: int | None, condition: bool) -> tuple[np.ndarray, ...]:
         """Run the body up to `limit` times (None: no limit) while `condition` and `keep_going` hold."""
-        ports, run = self.port_map(), self.runner()
+        ports = self.port_map()
         feeds = {bi.parameter: args[bi.input] for bi in ports.inputs if bi.input is not None and not bi.slicing}
         sliced = [bi for bi in ports.inputs if bi.slicing and bi.input is not None]
         carried = [bi for bi in ports.inputs if bi.back_edge]
@@ -186,7 +196,7 @@ class SubgraphOp(Op):
                 feeds[bi.parameter] = _take_part(args[bi.input], bi.slicing, i)
             if counter is not None:
                 feeds[counter.parameter] = np.full(counter_shape, i, counter_type.etype.carrier)
-            last = run(feeds)
+            last = self.run_body("body", feeds, i)
             for rid, collected in parts.items():
                 collected.append(last[rid])
             for bi in carried:
@@ -414,7 +424,7 @@ class If(SubgraphOp):
         tag = "then_body" if _only_value(condition, "condition") else "else_body"
         args = (condition, *rest)
         ports = self.port_map(tag)
-        results = self.runner(tag)({bi.parameter: args[bi.input] for bi in ports.fed_from_outside()})
+        results = self.run_body(tag, {bi.parameter: args[bi.input] for bi in ports.fed_from_outside()})
         outputs: list = [None] * len(self.layer.outputs)
         for bo in ports.outputs:
             if bo.output is not None:
