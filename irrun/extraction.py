@@ -3,7 +3,8 @@
 A tensor is named as a layer name (every output of that layer), `layer:1` (output 1), or
 a tensor name (a port's `names`); a Result names the tensor it takes.  The named output
 tensors become Results of the new IR, named by their tensor key (`layer` for a layer's only
-output, `layer:index` otherwise) and then by the names the model gives them.  The tensors
+output, `layer:index` otherwise), then by the key dumps, compare and add_outputs use
+(`layer:index`, always), and then by the names the model gives them.  The tensors
 named as inputs are cut: each becomes a Parameter of the type shape inference gives it
 (named the same way), and nothing above it is kept.  The new IR holds only the layers the outputs need (with their original ids), and
 its `.bin` only the constants they use.
@@ -20,6 +21,7 @@ from .editing import GraphBuilder, graph_of, parameter_layer, result_layer, with
 from .errors import ModelError, UsageError
 from .ir import IRGraph, Layer
 from .registry import TensorType
+from .watch import tensor_key
 from .writer import constants_from, write_ir
 
 
@@ -37,8 +39,10 @@ class Tensor:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The key first (what the tensor was asked for by, in the usual case), then the tensor's names."""
-        return tuple(dict.fromkeys((self.key, *self.layer.outputs[self.index].names)))
+        """The key first (what the tensor was asked for by, in the usual case), then the key dumps,
+        compare and add_outputs use (`layer:0`), then the tensor's names."""
+        return tuple(dict.fromkeys((self.key, tensor_key(self.layer.name, self.index),
+                                    *self.layer.outputs[self.index].names)))
 
 
 def resolve_tensors(graph: IRGraph, name: str, *, what: str) -> list[Tensor]:

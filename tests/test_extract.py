@@ -81,12 +81,13 @@ def test_cut_at_an_input_tensor_becomes_a_parameter(tmp_path):
     graph = parse_document(sub).graph
     params = [l for l in graph.layers.values() if l.op_type == "Parameter"]
     original = next(l for l in parse_document(full).graph.layers.values() if l.name == cut).outputs[0].names
-    assert [p.name for p in params] == [cut] and params[0].outputs[0].names == (cut, *original)
+    assert [p.name for p in params] == [cut] and params[0].outputs[0].names == (cut, f"{cut}:0", *original)
     (cut_value,) = full_model_tensors(full, [x], [cut])
     assert params[0].data == {"shape": ",".join(map(str, cut_value.shape)), "element_type": "f32"}
     assert len(graph.layers) < len(parse_document(full).graph.layers) - 10
     result = next(l for l in graph.layers.values() if l.op_type == "Result")
-    assert result.output_names == (_producer_key(full, "logits"), "logits")
+    key = _producer_key(full, "logits")
+    assert result.output_names == (key, f"{key}:0", "logits")
     check_against_full_model(full, sub, [x], [_producer_key(full, "logits")], sub_feeds=[cut_value])
 
 
@@ -130,7 +131,8 @@ def test_a_result_and_a_tensor_name_stand_for_their_tensors(tmp_path):
     by_result = irrun.extract(full, tmp_path / "a.xml", outputs=[result])
     by_tensor = irrun.extract(full, tmp_path / "b.xml", outputs=["logits"])
     assert by_result.read_text() == by_tensor.read_text()
-    assert irrun.load(by_tensor).outputs[0].names == (_producer_key(full, "logits"), "logits")
+    key = _producer_key(full, "logits")
+    assert irrun.load(by_tensor).outputs[0].names == (key, f"{key}:0", "logits")
 
 
 def test_a_sub_graph_op_is_taken_whole(tmp_path):
