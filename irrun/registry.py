@@ -138,7 +138,7 @@ _REGISTER_LINE = re.compile(r'^@register\("(\w+)"', re.MULTILINE)
 @cache
 def _families() -> dict[str, str]:
     """Op type -> the module of `irrun.ops` that registers it, read off the `@register("Type"`
-    lines of the sources: importing all 29 families takes 45 ms, a model needs a handful (a test
+    lines of the sources: importing every family takes 45 ms, a model needs a handful (a test
     checks the index against the registry; a type it misses makes every family load)."""
     from .ops import families
     here = Path(__file__).with_name("ops")

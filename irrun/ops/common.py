@@ -8,7 +8,8 @@ import numpy as np
 from .. import threads
 from ..etypes import ElementType
 from ..errors import ShapeError
-from ..shapes import normalize_axis
+from ..registry import TensorType
+from ..shapes import dim_merge, dims_compatible, format_shape, normalize_axis
 
 _INT32_MIN = -(1 << 31)
 _INT64_MIN = -(1 << 63)
@@ -102,3 +103,23 @@ def axis_from(axis: int, rank: int, what: str = "axis") -> int:
         return normalize_axis(int(axis), rank, what)
     except ShapeError:
         raise
+
+
+# ---------------------------------------------------------------- input checks for shape functions
+
+def check_rank(t: TensorType, rank: int, what: str) -> None:
+    if t.rank is not None and t.rank != rank:
+        raise ShapeError(f"{what} must be {rank}-D, got {format_shape(t.shape)}")
+
+
+def check_dim(t: TensorType, axis: int, size: int, what: str) -> None:
+    if t.shape is not None and not dims_compatible(t.shape[axis], size):
+        raise ShapeError(f"{what} dimension {axis} must be {size}, got {format_shape(t.shape)}")
+
+
+def merge_dims(a, b, message: str):
+    """dim_merge, failing with `message`."""
+    try:
+        return dim_merge(a, b)
+    except ShapeError:
+        raise ShapeError(message) from None

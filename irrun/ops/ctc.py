@@ -26,19 +26,8 @@ import numpy as np
 
 from ..errors import ModelError, ShapeError
 from ..registry import Op, TensorType, register
-from ..shapes import ANY, dim_merge, dims_compatible, format_shape
-
-
-def _merge(a, b, what: str):
-    try:
-        return dim_merge(a, b)
-    except ShapeError:
-        raise ShapeError(what) from None
-
-
-def _check_rank(t: TensorType, rank: int, what: str) -> None:
-    if t.rank is not None and t.rank != rank:
-        raise ShapeError(f"{what} must be {rank}-D, got {format_shape(t.shape)}")
+from ..shapes import ANY, dims_compatible, format_shape
+from .common import check_rank, merge_dims
 
 
 def _check_types(t: TensorType, kind: str, what: str) -> None:
@@ -88,14 +77,14 @@ class CTCGreedyDecoder(Op):
 
     def infer(self, inputs):
         data, mask = inputs
-        _check_rank(data, 3, "data [T, N, C]")
-        _check_rank(mask, 2, "sequence_mask [T, N]")
+        check_rank(data, 3, "data [T, N, C]")
+        check_rank(mask, 2, "sequence_mask [T, N]")
         time, batch = (ANY, ANY) if data.shape is None else data.shape[:2]
         if mask.shape is not None:
-            time = _merge(time, mask.shape[0], f"data {format_shape(data.shape)} and sequence_mask "
-                                               f"{format_shape(mask.shape)} differ in T (dimension 0)")
-            batch = _merge(batch, mask.shape[1], f"data {format_shape(data.shape)} and sequence_mask "
-                                                 f"{format_shape(mask.shape)} differ in N (dimension 1)")
+            time = merge_dims(time, mask.shape[0], f"data {format_shape(data.shape)} and sequence_mask "
+                                                   f"{format_shape(mask.shape)} differ in T (dimension 0)")
+            batch = merge_dims(batch, mask.shape[1], f"data {format_shape(data.shape)} and sequence_mask "
+                                                     f"{format_shape(mask.shape)} differ in N (dimension 1)")
         return [TensorType((batch, time, 1, 1), data.etype)]
 
     def run(self, data, mask):
@@ -120,12 +109,12 @@ class CTCGreedyDecoderSeqLen(Op):
         if len(inputs) == 3:
             _check_types(inputs[2], "int", "blank_index")
             _check_single_value(inputs[2], "blank_index")
-        _check_rank(data, 3, "data [N, T, C]")
-        _check_rank(lengths, 1, "sequence_length [N]")
+        check_rank(data, 3, "data [N, T, C]")
+        check_rank(lengths, 1, "sequence_length [N]")
         batch, time = (ANY, ANY) if data.shape is None else data.shape[:2]
         if lengths.shape is not None:
-            batch = _merge(batch, lengths.shape[0], f"data {format_shape(data.shape)} and sequence_length "
-                                                    f"{format_shape(lengths.shape)} differ in N")
+            batch = merge_dims(batch, lengths.shape[0], f"data {format_shape(data.shape)} and sequence_length "
+                                                        f"{format_shape(lengths.shape)} differ in N")
         return [TensorType((batch, time), self.attrs.classes_index_type),
                 TensorType((batch,), self.attrs.sequence_length_type)]
 
@@ -189,15 +178,15 @@ class CTCLoss(Op):
             _check_types(t, "int", what)
         for t, rank, what in ((logits, 3, "logits [N, T, C]"), (logit_length, 1, "logit_length [N]"),
                               (labels, 2, "labels [N, T]"), (label_length, 1, "label_length [N]")):
-            _check_rank(t, rank, what)
+            check_rank(t, rank, what)
         if len(inputs) == 5:
             _check_types(inputs[4], "int", "blank_index")
-            _check_rank(inputs[4], 0, "blank_index")
+            check_rank(inputs[4], 0, "blank_index")
         batch, time = (ANY, ANY) if logits.shape is None else logits.shape[:2]
         for t, what in ((logit_length, "logit_length"), (labels, "labels"), (label_length, "label_length")):
             if t.shape is not None:
-                batch = _merge(batch, t.shape[0], f"{what} {format_shape(t.shape)} and logits "
-                                                  f"{format_shape(logits.shape)} differ in N (dimension 0)")
+                batch = merge_dims(batch, t.shape[0], f"{what} {format_shape(t.shape)} and logits "
+                                                      f"{format_shape(logits.shape)} differ in N (dimension 0)")
         if labels.shape is not None and not dims_compatible(labels.shape[1], time):
             raise ShapeError(f"labels {format_shape(labels.shape)} and logits {format_shape(logits.shape)} "
                              "differ in T (dimension 1)")
@@ -287,16 +276,17 @@ class GatherTree(Op):
             if len(parent_ids.shape) != len(shape):
                 raise ShapeError(f"step_ids {format_shape(step_ids.shape)} and parent_ids "
                                  f"{format_shape(parent_ids.shape)} must have the same shape")
-            shape = tuple(_merge(a, b, f"step_ids {format_shape(step_ids.shape)} and parent_ids "
+            shape = tuple(merge_dims(a, b, f"step_ids {format_shape(step_ids.shape)} and parent_ids "
                                        f"{format_shape(parent_ids.shape)} must have the same shape")
                           for a, b in zip(shape, parent_ids.shape))
         if shape is not None and len(shape) != 3:
             raise ShapeError(f"step_ids must be 3-D [max_time, batch, beam], got {format_shape(shape)}")
-        _check_rank(max_seq_len, 1, "max_seq_len [batch]")
-        _check_rank(end_token, 0, "end_token")
+        check_rank(max_seq_len, 1, "max_seq_len [batch]")
+        check_rank(end_token, 0, "end_token")
         if shape is not None and max_seq_len.shape is not None:
-            batch = _merge(shape[1], max_seq_len.shape[0], f"max_seq_len {format_shape(max_seq_len.shape)} does "
-                                                            f"not match the batch of step_ids {format_shape(shape)}")
+            batch = merge_dims(shape[1], max_seq_len.shape[0],
+                               f"max_seq_len {format_shape(max_seq_len.shape)} does not match the batch of "
+                               f"step_ids {format_shape(shape)}")
             shape = (shape[0], batch, shape[2])
         return [TensorType(shape, etype)]
 

@@ -17,8 +17,9 @@ import numpy as np
 from .. import etypes
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
-from ..shapes import ANY, DimLike, Shape, dim_merge, dim_mul, dims_compatible, format_shape, normalize_axis
+from ..shapes import ANY, DimLike, Shape, dim_mul, dims_compatible, format_shape, normalize_axis
 from .arithmetic import merge_etypes
+from .common import merge_dims
 
 # What an index or axis input may hold, as ElementType.kind values.
 INTEGER = ("int", "uint")
@@ -73,13 +74,6 @@ def _known_axis(t: TensorType, what: str) -> int | None:
 
 def _axis_of(axis: np.ndarray, rank: int, what: str) -> int:
     return normalize_axis(_first_int(axis, what), rank, what)
-
-
-def _merge(a: DimLike, b: DimLike, message: str) -> DimLike:
-    try:
-        return dim_merge(a, b)
-    except ShapeError:
-        raise ShapeError(message) from None
 
 
 # ---------------------------------------------------------------- shared helpers: kernels
@@ -195,8 +189,8 @@ def gather_shape(data: Shape, indices: Shape, axis: int | None, batch_dims: int)
         return None
     out: list[DimLike] = []
     for i in range(batch_dims):
-        out.append(_merge(data[i], indices[i], f"data {format_shape(data)} and indices {format_shape(indices)} "
-                                               f"differ in batch dim {i} (batch_dims={batch_dims})"))
+        out.append(merge_dims(data[i], indices[i], f"data {format_shape(data)} and indices {format_shape(indices)} "
+                                                   f"differ in batch dim {i} (batch_dims={batch_dims})"))
     rank = len(data) + len(indices) - 1 - batch_dims
     if axis is None:
         return tuple(out) + (ANY,) * (rank - batch_dims)
@@ -277,9 +271,9 @@ class GatherElements(Op):
             raise ShapeError(f"data {format_shape(data.shape)} and indices {format_shape(indices.shape)} "
                              f"must have the same rank")
         out = [indices.shape[i] if i == axis else
-               _merge(d, indices.shape[i], f"data {format_shape(data.shape)} and indices "
-                                           f"{format_shape(indices.shape)} differ in dim {i}, which is not "
-                                           f"the axis {axis}")
+               merge_dims(d, indices.shape[i], f"data {format_shape(data.shape)} and indices "
+                                               f"{format_shape(indices.shape)} differ in dim {i}, which is not "
+                                               f"the axis {axis}")
                for i, d in enumerate(data.shape)]
         return [data.like(tuple(out))]
 
@@ -316,8 +310,8 @@ def gather_nd_shape(data: Shape, indices: Shape, batch_dims: int) -> Shape:
     if batch_dims + k > len(data):
         raise ShapeError(f"index tuples of length {k} (last dim of indices {format_shape(indices)}) "
                          f"plus {batch_dims} batch dims exceed the rank of data {format_shape(data)}")
-    batch = [_merge(data[i], indices[i], f"data {format_shape(data)} and indices {format_shape(indices)} "
-                                         f"differ in batch dim {i} (batch_dims={batch_dims})")
+    batch = [merge_dims(data[i], indices[i], f"data {format_shape(data)} and indices {format_shape(indices)} "
+                                             f"differ in batch dim {i} (batch_dims={batch_dims})")
              for i in range(batch_dims)]
     return tuple(batch) + tuple(indices[batch_dims:-1]) + tuple(data[batch_dims + k:])
 
