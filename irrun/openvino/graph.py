@@ -561,16 +561,14 @@ class GraphView:
     def attributes(self, node_id: str) -> dict[str, Any]:
         if node_id.startswith(ADDED):
             return {}
+        # The attributes written, in the order written (OpenVINO's serializer writes them in the
+        # op's own order), typed as irrun's schema reads them (the text where it has no schema).
         anode = self.analysis.nodes[node_id]
         layer = self.layers[node_id]
-        if anode.op is not None and getattr(anode.op, "attrs", None) is not None:
-            values = dict(anode.op.attrs.items())
-        else:
-            values = dict(layer.data)
-        if layer.op_type == "Constant":
-            values.pop("offset", None)
-            values.pop("size", None)
-        return {k: _attribute_value(v) for k, v in values.items()}
+        attrs = getattr(anode.op, "attrs", None) if anode.op is not None else None
+        parsed = dict(attrs.items()) if attrs is not None else {}
+        skip = ("offset", "size") if layer.op_type == "Constant" else ()
+        return {k: _attribute_value(parsed.get(k, text), text) for k, text in layer.data.items() if k not in skip}
 
     def rt_info(self, node_id: str) -> dict:
         return {} if node_id.startswith(ADDED) else rt_info_values(self.layers[node_id].rt_info)
@@ -594,8 +592,10 @@ class GraphView:
         return array
 
 
-def _attribute_value(value: Any) -> Any:
+def _attribute_value(value: Any, text: str = "") -> Any:
     from ..shapes import Dim
+    if isinstance(value, str):
+        return text or value        # (enums as written: OpenVINO gives "INSIDE_SQRT" where irrun reads "inside_sqrt")
     if isinstance(value, ElementType):
         return value.name
     if isinstance(value, Dim):

@@ -268,7 +268,7 @@ class Dimension:
             return str(self._lo)
         if self._hi is None:
             return "?" if self._lo == 0 else f"{self._lo}.."
-        return f"{self._lo}..{self._hi}"
+        return f"{self._lo}..{self._hi}" if self._lo else f"..{self._hi}"
 
     __str__ = to_string
 
