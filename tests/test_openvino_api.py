@@ -216,6 +216,47 @@ def script_llm_greedy(ov, xml, new_tokens=12):
             "sinks": len(model.get_sinks())}
 
 
+def script_stateful_requests(ov, xml):
+    """Two requests of one stateful model each keep their own variable; VariableState get/set/reset."""
+    core = ov.Core()
+    compiled = core.compile_model(xml, "CPU", CONFIG)
+    first, second = compiled.create_infer_request(), compiled.create_infer_request()
+    one = {"x": np.ones((1, 4), np.float32)}
+    seen = [first.infer(one)[0], first.infer(one)[0], second.infer(one)[0], first.infer(one)[0]]
+    state = first.query_state()[0]
+    before = state.state.data.copy()
+    state.state = ov.Tensor(np.full((1, 4), 10, np.float32))
+    seen.append(first.infer(one)[0])
+    state.reset()
+    seen.append(first.infer(one)[0])
+    second.reset_state()
+    seen.append(second.infer(one)[0])
+    compiled(one)
+    seen.append(compiled(one)[0])
+    return {"seen": seen, "name": state.name, "before": before, "after": first.query_state()[0].state.data,
+            "count": len(second.query_state()), "sinks": len(core.read_model(xml).get_sinks())}
+
+
+def script_save_model(ov, xml, directory):
+    """save_model / serialize and reading the written IR back."""
+    core = ov.Core()
+    model = core.read_model(xml)
+    x = images(1, seed=7)[0]
+    module = ov.__name__.replace(".", "_")
+    out = {}
+    for label, compress in (("plain", False), ("compressed", True)):
+        target = Path(directory) / f"{module}_{label}.xml"
+        ov.save_model(model, str(target), compress_to_fp16=compress)
+        again = core.read_model(target)
+        out[label] = core.compile_model(again, "CPU", CONFIG)(x)[0]
+        out[label + "_types"] = sorted({op.get_output_element_type(0).get_type_name()
+                                        for op in again.get_ordered_ops() if op.get_type_name() == "Constant"})
+    target = Path(directory) / f"{module}_serialized.xml"
+    ov.serialize(model, str(target))
+    out["serialized"] = core.compile_model(str(target), "CPU", CONFIG)(x)[0]
+    return out
+
+
 def script_introspection(ov, xml):
     """Looking at a model: ordered ops, attributes, ports, partial shapes, rt_info."""
     core = ov.Core()
@@ -422,6 +463,52 @@ def test_async_infer_queue_32_inputs(module):
 def test_stateful_llm_greedy_loop(module):
     got = run_both(module, script_llm_greedy, LLAMA)
     assert got["tokens"] == got["again"] and got["unchanged_by_other"]
+
+
+@pytest.fixture(scope="module")
+def accumulator(tmp_path_factory):
+    """A stateful model: out = state + x, and the state keeps out."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    from openvino.op.util import Variable, VariableInfo
+    x = ops.parameter([1, 4], np.float32, name="x")
+    info = VariableInfo()
+    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([1, 4]), ov.Type.f32, "total"
+    variable = Variable(info)
+    read = ops.read_value(ops.constant(np.full((1, 4), 0.5, np.float32)), variable)
+    total = ops.add(read, x)
+    total.output(0).set_names({"total"})
+    model = ov.Model([ops.result(total)], [ops.assign(total, variable)], [x], "accumulator")
+    path = tmp_path_factory.mktemp("accumulator") / "accumulator.xml"
+    ov.save_model(model, str(path), compress_to_fp16=False)
+    return path
+
+
+def test_stateful_requests_own_their_variables(module, accumulator):
+    run_both(module, script_stateful_requests, accumulator)
+
+
+def test_save_model(module, tmp_path_factory):
+    run_both(module, script_save_model, MODELS / "mobilenetv3.f32.xml", tmp_path_factory.mktemp("saved"))
+
+
+@pytest.mark.parametrize("name", ["resnet.f32.xml", "unet_detector.f32.xml", "audio_stft.f32.xml", "llama.f32.xml",
+                                  "exported/llama.mxfp4.xml", "exported/llama.int4_sym_g16.xml", "bert.f16.xml"])
+def test_save_model_writes_what_openvino_writes(tmp_path, name):
+    """save_model(compress_to_fp16=True) through irrun's writer: the same layers (f16 Consts and their
+    decompression Converts, precision-sensitive Consts kept and marked), the same .bin byte for byte,
+    the same edges (OpenVINO orders edges of one source with an unstable sort, so as a set)."""
+    import openvino
+    import irrun.openvino as iov
+    source = MODELS / name
+    if not source.exists():
+        pytest.skip(f"{name} is not here")
+    openvino.save_model(openvino.Core().read_model(source), str(tmp_path / "ov.xml"))
+    iov.save_model(iov.Core().read_model(source), str(tmp_path / "irrun.xml"))
+    ours, theirs = ((tmp_path / f"{n}.xml").read_text().split("<edges>") for n in ("irrun", "ov"))
+    assert ours[0] == theirs[0]
+    assert sorted(ours[1].splitlines()) == sorted(theirs[1].splitlines())
+    assert (tmp_path / "irrun.bin").read_bytes() == (tmp_path / "ov.bin").read_bytes()
 
 
 @pytest.mark.parametrize("name", ["resnet.f32.xml", "bert.f16.xml", "lstm_gru.f32.xml", "gpt_dynamic.f32.xml"])

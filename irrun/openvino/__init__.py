@@ -30,37 +30,38 @@ __version__ = get_version()
 
 # What OpenVINO has and irrun does not: each name raises NotAvailableError when used.
 _MISSING = {
-    "preprocess": "preprocessing (openvino.preprocess.PrePostProcessor)",
-    "convert_model": "model conversion (openvino.convert_model)",
-    "frontend": "framework front ends (openvino.frontend)",
-    "op": "building graphs (openvino.op)",
-    "passes": "graph transformations (openvino.passes)",
-    "experimental": "openvino.experimental",
-    "RemoteContext": "remote contexts (devices other than the CPU)",
-    "RemoteTensor": "remote tensors (devices other than the CPU)",
+    "preprocess": "preprocessing",
+    "convert_model": "converting models from other frameworks (use OpenVINO's ovc, then read the IR)",
+    "frontend": "framework front ends",
+    "op": "building graphs",
+    "passes": "graph transformations",
+    "experimental": "OpenVINO's experimental API",
+    "RemoteContext": "devices other than the CPU",
+    "RemoteTensor": "devices other than the CPU",
     "Extension": "extensions",
     "OpExtension": "extensions",
-    "set_batch": "set_batch (use Model.reshape)",
-    "get_batch": "get_batch",
-    "layout_helpers": "layouts on model ports (openvino.layout_helpers)",
-    "shutdown": None,
+    "set_batch": "changing the batch (use Model.reshape)",
+    "get_batch": "layouts on model ports",
+    "layout_helpers": "layouts on model ports",
 }
 
 
 class _Missing:
     """A stand-in for an OpenVINO module or class irrun lacks: any use raises NotAvailableError."""
 
-    def __init__(self, what: str):
-        self._what = what
+    def __init__(self, path: str, why: str):
+        self._path, self._why = path, why
 
     def __getattr__(self, name: str):
-        raise not_available(f"{self._what}{'.' + name if not name.startswith('_') else ''}")
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise not_available(f"{self._path}.{name}", self._why)
 
     def __call__(self, *args, **kwargs):
-        raise not_available(self._what)
+        raise not_available(self._path, self._why)
 
     def __repr__(self) -> str:
-        return f"<not available in irrun.openvino: {self._what}>"
+        return f"<not available in irrun.openvino: {self._path}>"
 
 
 def shutdown() -> None:
@@ -69,10 +70,11 @@ def shutdown() -> None:
 
 def __getattr__(name: str):
     if name.startswith("opset") and name[5:].isdigit():
-        return _Missing(f"building graphs with openvino.{name}")
-    what = _MISSING.get(name)
-    if what is not None:
-        return _Missing(what)
+        return _Missing(f"openvino.{name}", "building graphs needs OpenVINO's graph API; build and save the "
+                                            "model with OpenVINO, then read the IR here")
+    why = _MISSING.get(name)
+    if why is not None:
+        return _Missing(f"openvino.{name}", why)
     raise AttributeError(f"module 'irrun.openvino' has no attribute '{name}'")
 
 
