@@ -14,21 +14,17 @@ import numpy as np
 
 from .config import Settings
 from .exceptions import OVRuntimeError, as_runtime_errors, not_available
-from .graph import ConstOutput, GraphView
-from .model import Model, describe, find_port
+from .graph import AddedOutput, ConstOutput, GraphView
+from .model import Changes, Model, describe, find_port
 from .request import InferRequest, OVDict, ProfilingInfo
 
 
 class Backend:
     """One irrun model as a request runs it: inputs in order in, the compiled outputs in order out."""
 
-    def __init__(self, irrun_model, added: list[tuple[str, int, tuple[str, ...]]]):
+    def __init__(self, irrun_model, added: list[AddedOutput]):
         self.model = irrun_model
-        self.keys = [info.name for info in irrun_model.outputs]
-        if added:
-            from ..watch import key_names, tensor_key
-            keyed = key_names(irrun_model.layers.values())
-            self.keys += [tensor_key(keyed[lid], port) for lid, port, _ in added]
+        self.keys = [info.name for info in irrun_model.outputs] + [a.key for a in added]
 
     def run(self, arrays: list[np.ndarray], profiling: bool) -> tuple[list[np.ndarray], list]:
         with as_runtime_errors():
@@ -65,13 +61,12 @@ class CompiledModel:
         raise not_available("CompiledModel(...) construction", "use Core.compile_model")
 
     @classmethod
-    def _make(cls, model: Model, irrun_model, added: list, settings: Settings) -> "CompiledModel":
+    def _make(cls, model: Model, irrun_model, changes: Changes, settings: Settings) -> "CompiledModel":
         self = object.__new__(cls)
-        self._model = model
         self._source = model._source
-        self._reshapes = list(model._reshapes)
+        self._changes = changes
         self._irrun = irrun_model
-        self._added = list(added)
+        self._added = changes.added
         self._settings = settings
         self._profiling = settings.profiling
         self._view = GraphView(irrun_model, self._added, dict(model._friendly_names))
@@ -93,11 +88,7 @@ class CompiledModel:
         if first or not self._irrun.analysis.context.variables:
             return Backend(self._irrun, self._added)
         copy = self._source.load(self._settings.precision, self._settings.threads)
-        with as_runtime_errors():
-            for shapes in self._reshapes:
-                copy.reshape(shapes)
-            if self._added:
-                copy.add_outputs([Model._irrun_key(copy, lid, port) for lid, port, _ in self._added])
+        self._changes.apply(copy)
         return Backend(copy, self._added)
 
     def create_infer_request(self) -> InferRequest:
@@ -148,7 +139,7 @@ class CompiledModel:
         """The model as compiled: its ops in execution order, each with rt_info as OpenVINO's CPU
         plugin gives it (layerType, originalLayersNames, execOrder, runtimePrecision, ...)."""
         runtime = Model._open(self._source, self._irrun)
-        runtime._added = list(self._added)
+        runtime._changes = self._changes.copy()
         runtime._friendly_names = dict(self._view.friendly_names)
         runtime._view = RuntimeGraphView(self._irrun, self._added, runtime._friendly_names)
         runtime._shared = True

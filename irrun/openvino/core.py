@@ -118,8 +118,8 @@ class Core:
                 set_threads(settings.threads)
         if not isinstance(model, Model):
             model = self.read_model(model, weights)
-        irrun_model, added = model._take(settings.precision, settings.threads)
-        return CompiledModel._make(model, irrun_model, added, settings)
+        irrun_model, changes = model._take(settings.precision, settings.threads)
+        return CompiledModel._make(model, irrun_model, changes, settings)
 
     def query_model(self, model: Model, device_name: str, config: dict | None = None) -> dict[str, str]:
         """Every op irrun runs, on the CPU (reading the model already refused what it cannot run)."""

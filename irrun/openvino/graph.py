@@ -9,6 +9,7 @@ Outputs that `Model.add_outputs` made are Result nodes of their own, as in OpenV
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -448,13 +449,28 @@ class Node:
 ADDED = "added:"       # node ids of the Results that add_outputs made: "added:<layer id>:<port>"
 
 
+@dataclass(frozen=True)
+class AddedOutput:
+    """An output `Model.add_outputs` made: output `port` of layer `layer_id`, its tensor names,
+    and the key irrun's `Model.infer` returns it under."""
+
+    layer_id: str
+    port: int
+    names: tuple[str, ...]
+    key: str
+
+    @property
+    def node_id(self) -> str:
+        return f"{ADDED}{self.layer_id}:{self.port}"
+
+
 class GraphView:
     """Nodes and ports of one loaded irrun model, and the Results `add_outputs` gave it.
 
-    `model`: the `irrun.Model`; `added`: (layer id, port, names) of each added output, in order.
+    `model`: the `irrun.Model`; `added`: the outputs `add_outputs` made, in order.
     """
 
-    def __init__(self, model, added: list[tuple[str, int, tuple[str, ...]]] = (),
+    def __init__(self, model, added: list[AddedOutput] = (),
                  friendly_names: dict[str, str] | None = None):
         self.model = model
         self.analysis = model.analysis
@@ -465,13 +481,12 @@ class GraphView:
         self._consumers: dict[tuple[str, int], list[tuple[str, int]]] | None = None
         graph = model.document.graph
         self.parameters = [l.id for l in graph.layers_of_type("Parameter")]
-        self.results = [l.id for l in graph.layers_of_type("Result")] + \
-                       [f"{ADDED}{lid}:{port}" for lid, port, _ in self.added]
+        self.results = [l.id for l in graph.layers_of_type("Result")] + [a.node_id for a in self.added]
         live = self.analysis.live
         self.sinks = [lid for lid, l in self.layers.items() if l.op_type == "Assign" and lid in live]
         self._input_info = dict(zip(self.parameters, model.inputs))
         self._output_info = dict(zip(self.results, model.outputs))
-        self._added_names = {f"{ADDED}{lid}:{port}": tuple(names) for lid, port, names in self.added}
+        self._added_names = {a.node_id: a.names for a in self.added}
 
     # ------------------------------------------------------------ nodes
     def node(self, node_id: str) -> Node:

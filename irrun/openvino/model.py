@@ -7,7 +7,7 @@ write), so a compiled model never changes under its requests, as in OpenVINO.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -15,9 +15,36 @@ import numpy as np
 
 from ..model import load
 from .exceptions import OVRuntimeError, as_runtime_errors, not_available
-from .graph import ADDED, ConstOutput, GraphView, Node, Output, OVAny, RTMap, _Port
+from .graph import ADDED, AddedOutput, GraphView, Node, Output, OVAny, RTMap, _Port
 from .tensor import Tensor
 from .types import Dimension, PartialShape, Shape
+
+
+@dataclass
+class Changes:
+    """What was done to a model since it was read, in order, to do again on a fresh load."""
+
+    reshapes: list[dict[int, tuple]] = field(default_factory=list)
+    added: list[AddedOutput] = field(default_factory=list)
+
+    def copy(self) -> "Changes":
+        return Changes(list(self.reshapes), list(self.added))
+
+    def __bool__(self) -> bool:
+        return bool(self.reshapes or self.added)
+
+    def apply(self, irrun_model) -> None:
+        with as_runtime_errors():
+            for shapes in self.reshapes:
+                irrun_model.reshape(shapes)
+            if self.added:
+                irrun_model.add_outputs([irrun_item(irrun_model, a.layer_id, a.port) for a in self.added])
+
+
+def irrun_item(irrun_model, layer_id: str, port: int) -> tuple[str, int]:
+    """What `irrun.Model.add_outputs` takes for output `port` of a layer: its key name and the port."""
+    from ..watch import key_names
+    return key_names(irrun_model.layers.values())[layer_id], port
 
 
 @dataclass(frozen=True)
@@ -52,8 +79,7 @@ class Model:
         self._precision = precision
         self._irrun = irrun_model
         self._shared = False          # a compiled model runs on self._irrun: load a copy before changing it
-        self._reshapes: list[dict[int, tuple]] = []
-        self._added: list[tuple[str, int, tuple[str, ...]]] = []     # (layer id, port, names)
+        self._changes = Changes()
         self._friendly_names: dict[str, str] = {}
         self._name = None
         self._rt_overrides: dict = {}
@@ -62,22 +88,10 @@ class Model:
         return self
 
     # ------------------------------------------------------------ loading and sharing
-    def _replay(self, irrun_model) -> None:
-        with as_runtime_errors():
-            for shapes in self._reshapes:
-                irrun_model.reshape(shapes)
-            if self._added:
-                irrun_model.add_outputs([self._irrun_key(irrun_model, lid, port) for lid, port, _ in self._added])
-
-    @staticmethod
-    def _irrun_key(irrun_model, lid: str, port: int) -> tuple[str, int]:
-        from ..watch import key_names
-        return key_names(irrun_model.layers.values())[lid], port
-
     def _loaded(self, precision: str | None = None, threads: int | None = None):
         """A freshly loaded irrun model with this Model's changes."""
         irrun_model = self._source.load(precision or self._precision, threads)
-        self._replay(irrun_model)
+        self._changes.apply(irrun_model)
         return irrun_model
 
     def _writable(self) -> None:
@@ -89,15 +103,15 @@ class Model:
             self._view = None
 
     def _take(self, precision: str, threads: int | None):
-        """The irrun model a compiled model runs (this Model's, where it fits), and the outputs added."""
+        """The irrun model a compiled model runs (this Model's, where it fits) and the changes in it."""
         if precision == self._precision and not self._shared:
             self._shared = True
-            return self._irrun, list(self._added)
-        return self._loaded(precision, threads), list(self._added)
+            return self._irrun, self._changes.copy()
+        return self._loaded(precision, threads), self._changes.copy()
 
     def _graph(self) -> GraphView:
         if self._view is None:
-            self._view = GraphView(self._irrun, self._added, self._friendly_names)
+            self._view = GraphView(self._irrun, self._changes.added, self._friendly_names)
         return self._view
 
     # ------------------------------------------------------------ inputs and outputs
@@ -214,7 +228,7 @@ class Model:
         self._writable()
         with as_runtime_errors():
             self._irrun.reshape(by_index)
-        self._reshapes.append(by_index)
+        self._changes.reshapes.append(by_index)
         self._view = None
 
     def _shapes_by_input(self, shapes: Any) -> dict[int, tuple]:
@@ -242,8 +256,8 @@ class Model:
             if existing is None:
                 names = self._graph().node(lid).output(port).get_names() or {f"{self._irrun.layers[lid].name}:{port}"}
                 with as_runtime_errors():
-                    self._irrun.add_outputs([self._irrun_key(self._irrun, lid, port)])
-                self._added.append((lid, port, tuple(sorted(names))))
+                    (key,) = self._irrun.add_outputs([irrun_item(self._irrun, lid, port)])
+                self._changes.added.append(AddedOutput(lid, port, tuple(sorted(names)), key))
                 self._view = None
                 existing = self.outputs[-1]
             found.append(existing)
@@ -299,7 +313,7 @@ class Model:
     def clone(self) -> "Model":
         copy = object.__new__(Model)
         copy.__dict__.update(self.__dict__)
-        copy._reshapes, copy._added = list(self._reshapes), list(self._added)
+        copy._changes = self._changes.copy()
         copy._friendly_names, copy._rt_overrides = dict(self._friendly_names), dict(self._rt_overrides)
         copy._view, copy._frozen = None, False
         self._shared = copy._shared = True

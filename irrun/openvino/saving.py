@@ -12,7 +12,7 @@ def save(model, path: Path, compress_to_fp16: bool) -> None:
     from ..compress import compressed_graph
     from ..writer import constants_from, write_ir
 
-    if model._reshapes or model._added:
+    if model._changes:
         raise not_available("saving a model after reshape or add_outputs",
                             "irrun's writer writes the model as it was read; save the original, or reshape with "
                             "OpenVINO")
