@@ -423,7 +423,7 @@ def script_properties(ov, xml):
     kinds = {p.node_type for p in profile if p.status == ov.ProfilingInfo.Status.EXECUTED}
     latency_compiled = core.compile_model(xml, "CPU", {**CONFIG, "PERFORMANCE_HINT": "LATENCY"})
     return {"key": str(hints.inference_precision), "pair": hints.performance_mode(hints.PerformanceMode.LATENCY)[0],
-            "precision": compiled.get_property(hints.inference_precision),
+            "precision": compiled.get_property(hints.inference_precision).get_type_name(),
             "threads": compiled.get_property(props.inference_num_threads),
             "requests": compiled.get_property(props.optimal_number_of_infer_requests),
             "latency_requests": latency_compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"),

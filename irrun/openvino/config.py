@@ -121,7 +121,7 @@ _WRITABLE: dict[str, tuple[Any, Any]] = {
     "PERF_COUNT": (False, _as_bool),
     "PERFORMANCE_HINT": (PerformanceMode.LATENCY, _as_enum(PerformanceMode)),
     "PERFORMANCE_HINT_NUM_REQUESTS": (0, _as_count),
-    "NUM_STREAMS": (1, _as_streams),
+    "NUM_STREAMS": (-1, _as_streams),          # AUTO: as the performance hint decides
     "EXECUTION_MODE_HINT": (ExecutionMode.PERFORMANCE, _as_enum(ExecutionMode)),
     "ENABLE_CPU_PINNING": (False, _as_bool),
     "ENABLE_CPU_RESERVATION": (False, _as_bool),
@@ -273,7 +273,7 @@ class Settings:
         if key == "EXECUTION_DEVICES":
             return [DEVICE]
         if key == "NUM_STREAMS":
-            return self.values["NUM_STREAMS"] if self.values["NUM_STREAMS"] > 0 else 1
+            return self.values["NUM_STREAMS"] if self.values["NUM_STREAMS"] > 0 else self.optimal_requests()
         if key == "LOADED_FROM_CACHE":
             return False
         if key in _COMPILED_KEYS and key in self.values:
@@ -316,6 +316,8 @@ def device_property(key: str, defaults: Mapping[str, Any]) -> Any:
         return "irrun"
     if key == "INFERENCE_NUM_THREADS":
         return defaults.get(key) or 0
+    if key == "NUM_STREAMS":
+        return defaults.get(key, 1)
     if key in _WRITABLE:
         return defaults.get(key, _WRITABLE[key][0])
     raise OVRuntimeError(f"Cannot get unsupported property: {key}")

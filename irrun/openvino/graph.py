@@ -472,12 +472,17 @@ class GraphView:
 
     def __init__(self, model, added: list[AddedOutput] = (),
                  friendly_names: dict[str, str] | None = None):
+        self.friendly_names = friendly_names if friendly_names is not None else {}
+        self._nodes: dict[str, Node] = {}
+        self.rebind(model, added)
+
+    def rebind(self, model, added: list[AddedOutput] = ()) -> None:
+        """The model after a reshape or add_outputs (or loaded again): the nodes and ports handed
+        out stay valid and now describe it, as OpenVINO's do."""
         self.model = model
         self.analysis = model.analysis
         self.layers = model.document.graph.layers
         self.added = list(added)
-        self.friendly_names = friendly_names if friendly_names is not None else {}
-        self._nodes: dict[str, Node] = {}
         self._consumers: dict[tuple[str, int], list[tuple[str, int]]] | None = None
         graph = model.document.graph
         self.parameters = [l.id for l in graph.layers_of_type("Parameter")]

@@ -100,7 +100,7 @@ class Model:
         if self._shared:
             self._irrun = self._loaded()
             self._shared = False
-            self._view = None
+            self._changed()
 
     def _take(self, precision: str, threads: int | None):
         """The irrun model a compiled model runs (this Model's, where it fits) and the changes in it."""
@@ -113,6 +113,10 @@ class Model:
         if self._view is None:
             self._view = GraphView(self._irrun, self._changes.added, self._friendly_names)
         return self._view
+
+    def _changed(self) -> None:
+        if self._view is not None:
+            self._view.rebind(self._irrun, self._changes.added)
 
     # ------------------------------------------------------------ inputs and outputs
     @property
@@ -229,7 +233,7 @@ class Model:
         with as_runtime_errors():
             self._irrun.reshape(by_index)
         self._changes.reshapes.append(by_index)
-        self._view = None
+        self._changed()
 
     def _shapes_by_input(self, shapes: Any) -> dict[int, tuple]:
         inputs = self.inputs
@@ -258,7 +262,7 @@ class Model:
                 with as_runtime_errors():
                     (key,) = self._irrun.add_outputs([irrun_item(self._irrun, lid, port)])
                 self._changes.added.append(AddedOutput(lid, port, tuple(sorted(names)), key))
-                self._view = None
+                self._changed()
                 existing = self.outputs[-1]
             found.append(existing)
         return found
