@@ -589,3 +589,122 @@ def test_the_f32_check_is_not_vacuous():
     import openvino
     with pytest.raises(AssertionError, match="INFERENCE_PRECISION_HINT=f32"), f32_compiles_only():
         openvino.Core().compile_model(MODELS / "resnet.f32.xml", "CPU", {"INFERENCE_PRECISION_HINT": "bf16"})
+
+
+# ------------------------------------------------------------------ irrun.openvino's own behaviour
+def test_what_irrun_cannot_do_names_the_missing_piece():
+    import irrun
+    import irrun.openvino as ov
+    core = ov.Core()
+    model = core.read_model(MODELS / "resnet.f32.xml")
+    cases = {
+        "GPU": lambda: core.compile_model(model, "GPU", CONFIG),
+        "openvino.opset13.parameter": lambda: ov.opset13.parameter([1], np.float32),
+        "openvino.preprocess.PrePostProcessor": lambda: ov.preprocess.PrePostProcessor(model),
+        "building a Model from nodes": lambda: ov.Model([], []),
+        "export_model": lambda: core.compile_model(model, "CPU", CONFIG).export_model(),
+        "import_model": lambda: core.import_model(b"", "CPU"),
+        "reading .onnx models": lambda: core.read_model("model.onnx"),
+        "convert_model": lambda: ov.convert_model("model.onnx"),
+    }
+    for piece, call in cases.items():
+        with pytest.raises(ov.NotAvailableError) as info:
+            call()
+        assert piece in str(info.value)
+        assert isinstance(info.value, NotImplementedError) and isinstance(info.value, RuntimeError)
+        assert isinstance(info.value, irrun.IrrunError)
+    with pytest.raises(ov.NotAvailableError, match="openvino.preprocess.PrePostProcessor"):
+        from irrun.openvino.preprocess import PrePostProcessor  # noqa: F401
+
+
+def test_errors_from_irrun_leave_as_runtime_errors_without_its_frames(tmp_path):
+    """A defective IR, a shape the model cannot take: RuntimeError with irrun's message, and no frame
+    of irrun's core in the traceback."""
+    import traceback
+    import irrun.openvino as ov
+    core = ov.Core()
+    broken = (MODELS / "resnet.f32.xml").read_bytes().replace(b'<edge from-layer="0"', b'<edge from-layer="999"', 1)
+    calls = {
+        "layer 999": lambda: core.read_model(broken, (MODELS / "resnet.f32.bin").read_bytes()),
+        "cannot take": lambda: core.read_model(MODELS / "resnet_dynamic.f32.xml").reshape([1, 3, 2]),
+        "no weights were given": lambda: core.read_model((MODELS / "resnet.f32.xml").read_bytes()),
+    }
+    for text, call in calls.items():
+        with pytest.raises(RuntimeError, match=text) as info:
+            call()
+        assert isinstance(info.value, ov.OVRuntimeError)
+        files = [Path(frame.filename) for frame in traceback.extract_tb(info.value.__traceback__)]
+        core_frames = [f for f in files if f.parent.name == "irrun"]
+        assert not core_frames, f"irrun's internals in the traceback: {core_frames}"
+
+
+def test_precision_hints():
+    import irrun.openvino as ov
+    core = ov.Core()
+    with pytest.warns(RuntimeWarning, match="computes as OpenVINO's CPU plugin does at f32"):
+        compiled = core.compile_model(MODELS / "resnet.f32.xml", "CPU", {"INFERENCE_PRECISION_HINT": "bf16"})
+    assert compiled.get_property("INFERENCE_PRECISION_HINT") == ov.Type.f32
+    x = images(1)[0]
+    f16 = MODELS / "mobilenetv3.f16.xml"
+    default = core.compile_model(f16, "CPU", CONFIG)(x)[0]
+    declared = core.compile_model(f16, "CPU", {**CONFIG, "IRRUN_PRECISION": "declared"})(x)[0]
+    import irrun
+    np.testing.assert_array_equal(declared, irrun.load(f16, precision="declared").infer([x])[0])
+    np.testing.assert_array_equal(default, irrun.load(f16).infer([x])[0])
+    with pytest.raises(RuntimeError, match="Supported values: f32, declared"):
+        core.compile_model(f16, "CPU", {"IRRUN_PRECISION": "f16"})
+
+
+def test_load_bytes_is_load():
+    import irrun
+    xml = MODELS / "resnet.f32.xml"
+    x = images(1)[0]
+    from_memory = irrun.load_bytes(xml.read_bytes(), memoryview(xml.with_suffix(".bin").read_bytes()), name="net")
+    np.testing.assert_array_equal(from_memory.infer([x])[0], irrun.load(xml).infer([x])[0])
+    assert str(from_memory.path) == "<memory>/net.xml"
+    with pytest.raises(irrun.ModelError, match="no weights were given"):
+        irrun.load_bytes(xml.read_text())
+
+
+def test_runtime_model_and_profiling():
+    import irrun.openvino as ov
+    core = ov.Core()
+    compiled = core.compile_model(MODELS / "resnet.f32.xml", "CPU", {**CONFIG, "PERF_COUNT": True})
+    runtime = compiled.get_runtime_model()
+    ops = runtime.get_ordered_ops()
+    info = ops[2].get_rt_info()
+    assert str(info["layerType"]) == "Convolution" and str(info["execOrder"]) == "2"
+    assert str(info["runtimePrecision"]) == "f32"
+    with pytest.raises(RuntimeError, match="runtime model cannot be changed"):
+        runtime.reshape([1, 3, 32, 32])
+    request = compiled.create_infer_request()
+    request.infer(images(1)[0])
+    profile = request.get_profiling_info()
+    executed = [p for p in profile if p.status == ov.ProfilingInfo.Status.EXECUTED]
+    assert {p.node_type for p in executed} >= {"Convolution", "Add", "MatMul"}
+    assert all(p.real_time.total_seconds() > 0 and p.exec_type == "irrun_f32" for p in executed)
+    assert request.latency > 0
+
+
+def test_async_requests_run_beside_the_caller():
+    """start_async returns at once and runs the request on a thread of its own; wait_for times out
+    while it runs; an error in the inference comes out of wait()."""
+    import irrun.openvino as ov
+    compiled = ov.Core().compile_model(MODELS / "resnet.f32.xml", "CPU", CONFIG)
+    request = compiled.create_infer_request()
+    started = threading.Event()
+    release = threading.Event()
+
+    def callback(userdata):
+        started.set()
+        release.wait(10)
+
+    request.set_callback(callback, "data")
+    request.start_async(images(1)[0])
+    assert started.wait(10)
+    assert request.wait_for(10) is False          # still in its callback
+    with pytest.raises(RuntimeError, match="busy"):
+        request.infer(images(1)[0])
+    release.set()
+    request.wait()
+    assert request.userdata == "data"
