@@ -484,7 +484,12 @@ class InferRequest:
         self._backend.reset_state()
 
     def get_profiling_info(self) -> list[ProfilingInfo]:
-        return profiling_infos(self._profile)
+        """Each layer's time in the last inference (with PERF_COUNT / props.enable_profiling); without
+        it, every layer NOT_RUN with no time, as OpenVINO reports it."""
+        if self._compiled._profiling:
+            return profiling_infos(self._profile)
+        return [ProfilingInfo(node.get_friendly_name(), node.get_type_name(), "undef")
+                for node in self._compiled._view.ordered_nodes() if node.get_type_name() != "Constant"]
 
     profiling_info = property(get_profiling_info)
 
