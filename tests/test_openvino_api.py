@@ -343,6 +343,8 @@ def script_add_outputs(ov, xml):
     added += model.add_outputs([convs[2].output(0)])
     added += model.add_outputs(model.input(0).any_name)
     again = model.add_outputs((convs[0].get_friendly_name(), 0))
+    added[1].get_tensor().set_names({"third_conv"})
+    model.output(0).get_tensor().add_names({"scores"})
     compiled = core.compile_model(model, "CPU", CONFIG)
     result = compiled(images(1, seed=5)[0])
     return {"count": len(model.outputs), "compiled": len(compiled.outputs),
@@ -350,6 +352,7 @@ def script_add_outputs(ov, xml):
             "again_same": again[0] == added[0],
             "values": [result[i] for i in range(len(compiled.outputs))],
             "named_input": result[model.input(0).any_name],
+            "renamed": (result["third_conv"], result["scores"], result.names(), convs[2].output(0).get_names()),
             "results": len(model.get_results())}
 
 

@@ -69,7 +69,7 @@ class CompiledModel:
         self._added = changes.added
         self._settings = settings
         self._profiling = settings.profiling
-        self._view = GraphView(irrun_model, self._added, dict(model._friendly_names))
+        self._view = GraphView(irrun_model, self._added, model._renamed.copy())
         self._inputs = [ConstOutput(self._view.node(pid), 0) for pid in self._view.parameters]
         self._outputs = [ConstOutput(self._view.node(rid), 0) for rid in self._view.results]
         self._name = model.get_friendly_name()
@@ -140,8 +140,8 @@ class CompiledModel:
         plugin gives it (layerType, originalLayersNames, execOrder, runtimePrecision, ...)."""
         runtime = Model._open(self._source, self._irrun)
         runtime._changes = self._changes.copy()
-        runtime._friendly_names = dict(self._view.friendly_names)
-        runtime._view = RuntimeGraphView(self._irrun, self._added, runtime._friendly_names)
+        runtime._renamed = self._view.renamed.copy()
+        runtime._view = RuntimeGraphView(self._irrun, self._added, runtime._renamed)
         runtime._shared = True
         runtime._frozen = True
         return runtime

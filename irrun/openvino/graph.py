@@ -9,7 +9,7 @@ Outputs that `Model.add_outputs` made are Result nodes of their own, as in OpenV
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -184,6 +184,13 @@ class _Port:
     def get_tensor(self) -> "_TensorDescriptor":
         return _TensorDescriptor(self)
 
+    def set_names(self, names) -> None:
+        view = self._node._graph
+        view.renamed.tensors[view.tensor_of(self._node._id, self._index)] = tuple(sorted(set(names)))
+
+    def add_names(self, names) -> None:
+        self.set_names(self.get_names() | set(names))
+
     def _key(self):
         return (type(self), id(self._node._graph), self._node._id, self._index)
 
@@ -232,6 +239,12 @@ class _TensorDescriptor:
 
     def get_element_type(self) -> Type:
         return self._port.get_element_type()
+
+    def set_names(self, names) -> None:
+        self._port.set_names(names)
+
+    def add_names(self, names) -> None:
+        self._port.add_names(names)
 
     names = property(get_names)
     any_name = property(get_any_name)
@@ -300,10 +313,10 @@ class Node:
         return DiscreteTypeInfo(self.get_type_name(), self._layer().version)
 
     def get_friendly_name(self) -> str:
-        return self._graph.friendly_names.get(self._id, self._layer().name)
+        return self._graph.renamed.nodes.get(self._id, self._layer().name)
 
     def set_friendly_name(self, name: str) -> None:
-        self._graph.friendly_names[self._id] = str(name)
+        self._graph.renamed.nodes[self._id] = str(name)
 
     friendly_name = property(get_friendly_name, set_friendly_name)
 
@@ -446,6 +459,17 @@ class Node:
 
 
 # ---------------------------------------------------------------------- the view
+@dataclass
+class Renamed:
+    """The names a script gave: `node.set_friendly_name`, `port.set_names` / `add_names`."""
+
+    nodes: dict[str, str] = field(default_factory=dict)
+    tensors: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
+
+    def copy(self) -> "Renamed":
+        return Renamed(dict(self.nodes), dict(self.tensors))
+
+
 ADDED = "added:"       # node ids of the Results that add_outputs made: "added:<layer id>:<port>"
 
 
@@ -470,9 +494,8 @@ class GraphView:
     `model`: the `irrun.Model`; `added`: the outputs `add_outputs` made, in order.
     """
 
-    def __init__(self, model, added: list[AddedOutput] = (),
-                 friendly_names: dict[str, str] | None = None):
-        self.friendly_names = friendly_names if friendly_names is not None else {}
+    def __init__(self, model, added: list[AddedOutput] = (), renamed: Renamed | None = None):
+        self.renamed = renamed if renamed is not None else Renamed()
         self._nodes: dict[str, Node] = {}
         self.rebind(model, added)
 
@@ -561,7 +584,16 @@ class GraphView:
     # ------------------------------------------------------------ descriptions
     def output_desc(self, node: Node, index: int) -> tuple[tuple[str, ...], Any, ElementType]:
         """(tensor names, irrun shape, element type) of output `index` of `node`."""
-        nid = node._id
+        names, shape, etype = self._own_desc(node._id, index)
+        return self.renamed.tensors.get(self.tensor_of(node._id, index), names), shape, etype
+
+    def tensor_of(self, node_id: str, index: int) -> tuple[str, int]:
+        """The output a port's tensor is: a Result's is the one it takes, as in OpenVINO."""
+        if node_id.startswith(ADDED) or self.layers[node_id].op_type == "Result":
+            return self.source(node_id, 0) or (node_id, index)
+        return node_id, index
+
+    def _own_desc(self, nid: str, index: int) -> tuple[tuple[str, ...], Any, ElementType]:
         info = self._input_info.get(nid) or self._output_info.get(nid)
         if info is not None:
             return tuple(info.names), info.shape, info.element_type

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..model import load
 from .exceptions import OVRuntimeError, as_runtime_errors, not_available
-from .graph import ADDED, AddedOutput, GraphView, Node, Output, OVAny, RTMap, _Port
+from .graph import ADDED, AddedOutput, GraphView, Node, Output, OVAny, Renamed, RTMap, _Port
 from .tensor import Tensor
 from .types import Dimension, PartialShape, Shape
 
@@ -80,7 +80,7 @@ class Model:
         self._irrun = irrun_model
         self._shared = False          # a compiled model runs on self._irrun: load a copy before changing it
         self._changes = Changes()
-        self._friendly_names: dict[str, str] = {}
+        self._renamed = Renamed()
         self._name = None
         self._rt_overrides: dict = {}
         self._view = None
@@ -111,7 +111,7 @@ class Model:
 
     def _graph(self) -> GraphView:
         if self._view is None:
-            self._view = GraphView(self._irrun, self._changes.added, self._friendly_names)
+            self._view = GraphView(self._irrun, self._changes.added, self._renamed)
         return self._view
 
     def _changed(self) -> None:
@@ -318,7 +318,7 @@ class Model:
         copy = object.__new__(Model)
         copy.__dict__.update(self.__dict__)
         copy._changes = self._changes.copy()
-        copy._friendly_names, copy._rt_overrides = dict(self._friendly_names), dict(self._rt_overrides)
+        copy._renamed, copy._rt_overrides = self._renamed.copy(), dict(self._rt_overrides)
         copy._view, copy._frozen = None, False
         self._shared = copy._shared = True
         return copy
