@@ -352,7 +352,8 @@ def script_add_outputs(ov, xml):
             "again_same": again[0] == added[0],
             "values": [result[i] for i in range(len(compiled.outputs))],
             "named_input": result[model.input(0).any_name],
-            "renamed": (result["third_conv"], result["scores"], result.names(), convs[2].output(0).get_names()),
+            "renamed": (result["third_conv"], result["scores"], [result.names()[i] for i in (0, 2, 3)],
+                        convs[2].output(0).get_names()),     # (output 1 has no names: each runtime makes one up)
             "results": len(model.get_results())}
 
 
