@@ -110,18 +110,16 @@ class ProfilingInfo:
 
 
 def profiling_infos(steps) -> list[ProfilingInfo]:
-    """irrun's per-step timings (irrun.watch.Timings) as OpenVINO's per-node records: a layer
-    folded into a constant at load is OPTIMIZED_OUT, a layer that ran EXECUTED."""
+    """irrun's per-step timings (`irrun.watch.Timings`: every layer run, in order) as OpenVINO's
+    per-node records, each EXECUTED, `exec_type` "irrun_<its output type>"."""
     infos = []
     for step in steps:
         layer = step.node.layer
-        dtypes = [d for d in getattr(step, "dtypes", ()) if d is not None]
+        dtypes = [d for d in step.dtypes if d is not None]
         exec_type = f"irrun_{Type(dtypes[0]).get_type_name()}" if dtypes and _known_dtype(dtypes[0]) else "irrun"
-        folded = getattr(step, "folded", False)
         elapsed = datetime.timedelta(seconds=step.seconds)
-        infos.append(ProfilingInfo(layer.name, layer.op_type or layer.type, "undef" if folded else exec_type,
-                                   elapsed, elapsed,
-                                   ProfilingInfo.Status.OPTIMIZED_OUT if folded else ProfilingInfo.Status.EXECUTED))
+        infos.append(ProfilingInfo(layer.name, layer.op_type or layer.type, exec_type, elapsed, elapsed,
+                                   ProfilingInfo.Status.EXECUTED))
     return infos
 
 
