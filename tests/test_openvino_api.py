@@ -712,3 +712,19 @@ def test_async_requests_run_beside_the_caller():
     release.set()
     request.wait()
     assert request.userdata == "data"
+
+
+def test_irrun_openvino_never_imports_openvino():
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, irrun.openvino as ov\n"
+            f"compiled = ov.Core().compile_model({str(MODELS / 'resnet.f32.xml')!r}, 'CPU', {CONFIG!r})\n"
+            "compiled(np.zeros((1, 3, 64, 64), np.float32))\n"
+            "ov.save_model(ov.Core().read_model(compiled._source.xml), sys.argv[1])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'openvino'))\n")
+    import tempfile
+    with tempfile.TemporaryDirectory() as directory:
+        done = subprocess.run([sys.executable, "-c", code, str(Path(directory) / "m.xml")], capture_output=True,
+                              text=True, cwd=Path(__file__).resolve().parent.parent, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
