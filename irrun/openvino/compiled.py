@@ -85,7 +85,7 @@ class CompiledModel:
         with self._lock:
             first = self._backends_given == 0
             self._backends_given += 1
-        if first or not self._irrun.analysis.context.variables:
+        if first or not self._irrun.stateful:
             return Backend(self._irrun, self._added)
         copy = self._source.load(self._settings.precision, self._settings.threads)
         self._changes.apply(copy)
