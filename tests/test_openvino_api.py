@@ -666,6 +666,10 @@ def test_load_bytes_is_load():
     from_memory = irrun.load_bytes(xml.read_bytes(), memoryview(xml.with_suffix(".bin").read_bytes()), name="net")
     np.testing.assert_array_equal(from_memory.infer([x])[0], irrun.load(xml).infer([x])[0])
     assert str(from_memory.path) == "<memory>/net.xml"
+    import pickle
+    again = pickle.loads(pickle.dumps(from_memory))        # travels as its bytes (batch workers, Dask)
+    np.testing.assert_array_equal(again.infer([x])[0], from_memory.infer([x])[0])
+    assert again.fingerprint() == from_memory.fingerprint() and str(again.path) == "<memory>/net.xml"
     with pytest.raises(irrun.ModelError, match="no weights were given"):
         irrun.load_bytes(xml.read_text())
 
