@@ -122,6 +122,8 @@ def script_classify(ov, xml):
         "tensor": compiled(ov.Tensor(y))[out],
         "f64_converted": compiled(x.astype(np.float64))[out],
         "infer_new_request": compiled.infer_new_request({0: x})[out],
+        "shared_outputs": np.array(compiled(y, share_outputs=True)[out]),
+        "copied_inputs": compiled(x, share_inputs=False)[out],
     }
     top5 = np.argsort(-results["array"][0])[:5]
     return {"results": results, "top5": top5.tolist(), "names": compiled({0: x}).names(),
@@ -187,6 +189,8 @@ def script_async_queue(ov, xml):
     for i, x in enumerate(images(32, seed=2)):
         queue.start_async({0: x}, userdata=i)
     queue.wait_all()
+    idle = queue.get_idle_request_id()
+    last = [queue[i].get_output_tensor(0).data.copy() for i in range(len(queue))]
     default = ov.AsyncInferQueue(compiled)
     default.set_callback(lambda request, userdata: found.__setitem__(("default", userdata),
                                                                      request.get_output_tensor(0).data.copy()))
@@ -194,7 +198,9 @@ def script_async_queue(ov, xml):
     default.wait_all()
     return {"jobs": len(queue), "ready": queue.is_ready(), "count": len(found),
             "logits": np.concatenate([found[i] for i in range(32)]),
-            "default": found["default", "last"], "default_jobs": len(default), "threads_used": len(threads) > 0}
+            "default": found["default", "last"], "default_jobs": len(default), "threads_used": len(threads) > 0,
+            "idle_in_range": 0 <= idle < len(queue), "last_shapes": [a.shape for a in last],
+            "userdata_kept": len(queue.userdata) == 4 and set(queue.userdata) <= set(range(32))}
 
 
 def script_llm_greedy(ov, xml, new_tokens=12):
