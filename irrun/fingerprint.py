@@ -55,6 +55,14 @@ def fingerprint_files(xml: str | Path) -> str:
     return h.hexdigest()[:32]
 
 
+def fingerprint_bytes(xml: bytes, weights) -> str:
+    """The digest of a model held in memory (`irrun.load_bytes`): all of its XML and weights."""
+    h = hashlib.sha256(xml)
+    h.update(f"bin {len(weights)}".encode())
+    h.update(weights)
+    return h.hexdigest()[:32]
+
+
 class ModelSource:
     """The absolute paths of a model's files as loaded, and the fingerprint of what was loaded."""
 

@@ -1061,10 +1061,12 @@ def _not_an_ir_message(path: Path) -> str:
     return f"not an OpenVINO IR .xml file (it does not begin with an XML tag){hint}"
 
 
-def parse_document(path: str | Path) -> IRDocument:
-    """Parse one `.xml`; raises only `UnreadableFileError` (not XML, not an IR)."""
+def parse_document(path: str | Path, data: bytes | None = None) -> IRDocument:
+    """Parse one `.xml` (or `data`, the XML held in memory, named `path` in messages); raises only
+    `UnreadableFileError` (not XML, not an IR)."""
     path = Path(path)
-    data = read_xml_bytes(path)
+    if data is None:
+        data = read_xml_bytes(path)
     file = str(path)
     if not data.strip():
         raise UnreadableFileError("file is empty", file=file)

@@ -20,7 +20,7 @@ from .errors import (DeclaredValuesWarning, InputError, IrrunError, LayerRef, Mo
 from . import etypes
 from .etypes import ElementType
 from .executor import Plan
-from .fingerprint import ModelSource, fingerprint_files
+from .fingerprint import ModelSource, fingerprint_bytes, fingerprint_files
 from .ir import IRDocument, Layer, parse_document, v10_interface_type
 from .precision import check_precision, prepare
 from .registry import TensorType
@@ -45,11 +45,15 @@ class PortInfo:
         return f"<{self.name} {format_shape(self.shape)} {self.element_type}>"
 
 
-def _open_weights(xml: Path, diags: Diagnostics, needed: bool) -> Weights | None:
+def _open_weights(xml: Path, diags: Diagnostics, needed: bool, data: bytes | None = None) -> Weights | None:
+    """The .bin beside `xml`, or `data` (the weights held in memory, for `load_bytes`)."""
     bin_path = xml.with_suffix(".bin")
-    if not bin_path.exists():
+    if data is not None and (len(data) or not needed):
+        return Weights(bin_path, data)
+    if data is not None or not bin_path.exists():
         if needed:
-            diags.error("E-BIN-MISSING", f"the model has Const layers but {bin_path.name} is missing")
+            missing = "no weights were given" if data is not None else f"{bin_path.name} is missing"
+            diags.error("E-BIN-MISSING", f"the model has Const layers but {missing}")
         return None
     try:
         return Weights(bin_path)
@@ -73,11 +77,13 @@ def _no_cyclic_gc():
             gc.enable()
 
 
-def _document_and_analysis(path: str | Path) -> tuple[IRDocument, Analysis, Weights | None]:
+def _document_and_analysis(path: str | Path, memory: tuple[bytes, bytes | None] | None = None
+                           ) -> tuple[IRDocument, Analysis, Weights | None]:
     with _no_cyclic_gc():
-        document = parse_document(path)
+        document = parse_document(path, memory[0] if memory else None)
         has_consts = any(l.op_type == "Constant" for l in document.graph.layers.values())
-        weights = None if document.snippet else _open_weights(document.path, document.diagnostics, has_consts)
+        weights = None if document.snippet else _open_weights(document.path, document.diagnostics, has_consts,
+                                                              memory[1] if memory else None)
         analysis = analyze(document, LoadContext(str(document.path), weights))
     return document, analysis, weights
 
@@ -151,11 +157,11 @@ class Model:
     """
 
     def __init__(self, path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
-                 precision: str = "f32", strict: bool = False):
+                 precision: str = "f32", strict: bool = False, memory: tuple[bytes, bytes | None] | None = None):
         check_precision(precision)
         # Process-wide, like OpenBLAS's own count: set before anything runs (constant folding too).
         set_threads(threads) if threads is not None else current_threads()
-        document, analysis, weights = _document_and_analysis(path)
+        document, analysis, weights = _document_and_analysis(path, memory)
         errors = analysis.diagnostics.errors
         overridden = [] if strict else [d for d in errors if d.code in OVERRIDABLE]
         if overridden:
@@ -181,6 +187,7 @@ class Model:
         self.max_memory = max_memory
         self.strict = strict
         self._source = ModelSource(document.path)
+        self._memory = memory            # (xml, weights) of a model `load_bytes` read
         # Calls on a stateful model are a sequence: one at a time (see the class docstring).
         self._turn = threading.RLock()
         self.weights = weights
@@ -431,11 +438,38 @@ class Model:
         """Whether the model has variables (ReadValue/Assign) that carry values from call to call."""
         return bool(self.analysis.context.variables)
 
-    def reset_state(self) -> None:
-        """Forget every variable's value, like `InferRequest.reset_state()`: the next call starts
-        from the initializing values again."""
+    def reset_state(self, variable_id: str | None = None) -> None:
+        """Forget every variable's value (or only `variable_id`'s), like `InferRequest.reset_state()`
+        (`VariableState.reset()`): the next call starts from the initializing values again."""
+        state = self.analysis.context.state
         with self._turn:
-            self.analysis.context.state.clear()
+            if variable_id is None:
+                state.clear()
+            else:
+                self._variable(variable_id)
+                state.pop(variable_id, None)
+
+    def set_state(self, variable_id: str, value: Any) -> None:
+        """Give a variable a value, like OpenVINO's `VariableState.state = tensor`: the next call's
+        ReadValue reads it.  The value must fit the variable's type and shape."""
+        reader = self._variable(variable_id)
+        variable = reader.variable
+        array = np.array(value, dtype=variable.etype.carrier if variable.etype.carrier is not None else None)
+        if variable.shape is not None and (array.ndim != len(variable.shape) or
+                                           not all(d.contains(n) if isinstance(d, Dim) else d == n
+                                                   for d, n in zip(variable.shape, array.shape))):
+            raise InputError(f"variable {variable_id!r} is {format_shape(variable.shape)}, got shape "
+                             f"{list(array.shape)}", file=str(self.path))
+        array.flags.writeable = False     # (ReadValue hands it out as Assign's values are: read-only)
+        with self._turn:
+            self.analysis.context.state[variable_id] = array
+
+    def _variable(self, variable_id: str):
+        reader = self.analysis.context.variables.get(variable_id)
+        if reader is None:
+            known = ", ".join(repr(v) for v in self.analysis.context.variables) or "none"
+            raise InputError(f"no variable {variable_id!r}; the model's variables: {known}", file=str(self.path))
+        return reader
 
     @contextmanager
     def sequence(self):
@@ -450,6 +484,8 @@ class Model:
     def fingerprint(self) -> str:
         """A digest of the loaded `.xml` and `.bin` (see irrun/fingerprint.py); refuses files
         that changed since the model was loaded."""
+        if self._memory is not None:
+            return fingerprint_bytes(*self._memory)
         return self._source.fingerprint()
 
     def options(self) -> dict:
@@ -459,6 +495,8 @@ class Model:
 
     def __reduce__(self):
         edits = {"shapes": self._reshaped, "outputs": list(self._added.values())}
+        if self._memory is not None:     # a model read from memory travels as its bytes
+            return _unpickle_bytes, (self._memory[0], bytes(self._memory[1]), self.path.stem, self.options(), edits)
         return _unpickle_model, (str(self._source.xml), self.options(), self.fingerprint(), edits)
 
     def close(self):
@@ -542,11 +580,31 @@ def _unpickle_model(path: str, options: dict, fingerprint: str, edits: dict | No
         raise UnreadableFileError(f"cannot read the pickled model's file: {exc.strerror or exc}", file=path) from None
     model = Model(path, **options)
     check(model.fingerprint())
-    if edits and edits["shapes"]:           # what reshape and add_outputs did to it
+    return _redo(model, edits)
+
+
+def _redo(model: Model, edits: dict | None) -> Model:
+    """What reshape and add_outputs did to a pickled model, done to the one unpickled."""
+    if edits and edits["shapes"]:
         model.reshape(edits["shapes"])
     if edits and edits["outputs"]:
         model.add_outputs(edits["outputs"])
     return model
+
+
+def _unpickle_bytes(xml: bytes, weights: bytes, name: str, options: dict, edits: dict | None = None) -> Model:
+    return _redo(load_bytes(xml, weights, name=name, **options), edits)
+
+
+def load_bytes(xml: bytes | str, weights: bytes | memoryview | None = None, *, name: str = "model",
+               max_memory: int | None = None, threads: int | None = None, precision: str = "f32",
+               strict: bool = False) -> Model:
+    """Load an IR held in memory: the XML text and the bytes of its `.bin` (kept, not copied), as
+    `openvino.Core().read_model(xml_bytes, weights)` reads one.  Messages name it `<memory>/NAME.xml`.
+    The options are `load`'s."""
+    data = xml.encode("utf-8") if isinstance(xml, str) else bytes(xml)
+    return Model(Path("<memory>") / f"{name}.xml", max_memory=max_memory, threads=threads, precision=precision,
+                 strict=strict, memory=(data, weights if weights is not None else b""))
 
 
 def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None,

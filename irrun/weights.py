@@ -15,12 +15,18 @@ MAX_CONST_ELEMENTS = 1 << 40
 
 
 class Weights:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, data: bytes | None = None):
+        """The `.bin` at `path`, mapped; or `data`, its bytes held in memory (`path` names it in messages)."""
         self.path = path
-        self._file = open(path, "rb")
-        self.size = self._file.seek(0, 2)
-        # mmap cannot map an empty file; an empty .bin simply holds nothing.
-        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+        if data is not None:
+            self._file = None
+            self.size = len(data)
+            self._map = memoryview(data).cast("B").toreadonly()   # (read-only, as a mapped file is)
+        else:
+            self._file = open(path, "rb")
+            self.size = self._file.seek(0, 2)
+            # mmap cannot map an empty file; an empty .bin simply holds nothing.
+            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
         self._buffer = memoryview(self._map)
         self._origin = byte_bounds(np.frombuffer(self._buffer, np.uint8))[0] if self.size else 0
 
@@ -58,7 +64,7 @@ class Weights:
         Touching a mapped page past the new end of file kills the process
         (SIGBUS); this check before each run turns that into an error.
         """
-        if os.fstat(self._file.fileno()).st_size < self.size:
+        if self._file is not None and os.fstat(self._file.fileno()).st_size < self.size:
             raise ModelError(f"{self.path.name} shrank since the model was loaded; load the model again",
                              file=str(self.path))
 
@@ -69,7 +75,8 @@ class Weights:
                 self._map.close()
             except BufferError:  # arrays still view the map; the OS frees it with them
                 pass
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
 
     def check(self, offset: int, size: int, etype: ElementType,
               shape: tuple[int, ...]) -> tuple[str, str] | None:

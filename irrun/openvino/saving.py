@@ -1,0 +1,29 @@
+"""`save_model` / `serialize`: a Model written as IR through irrun's writer (irrun/writer.py), its
+float weights compressed to f16 as OpenVINO compresses them (irrun/compress.py)."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from .exceptions import as_runtime_errors, not_available
+
+
+def save(model, path: Path, compress_to_fp16: bool) -> None:
+    from ..compress import compressed_graph
+    from ..writer import constants_from, write_ir
+
+    if model._changes:
+        raise not_available("saving a model after reshape or add_outputs",
+                            "irrun's writer writes the model as it was read; save the original, or reshape with "
+                            "OpenVINO")
+    irrun_model = model._irrun
+    with as_runtime_errors():
+        if not compress_to_fp16 or irrun_model.ir_version != 11:
+            if compress_to_fp16:
+                warnings.warn("save_model: an IR v10 model is written as IR v11 with its weights as they are "
+                              "(compress_to_fp16 applies to IR v11 models)", RuntimeWarning, stacklevel=3)
+            irrun_model.save(path)
+            return
+        own = (irrun_model.path, irrun_model.path.with_suffix(".bin"))
+        graph, data, _ = compressed_graph(irrun_model.analysis, constants_from(irrun_model.weights, str(irrun_model.path)))
+        write_ir(path, graph, name=irrun_model.document.name, constant_bytes=data, protected=own)
