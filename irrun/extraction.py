@@ -94,9 +94,10 @@ def _tensors(graph: IRGraph, names, what: str) -> list[Tensor]:
 
 
 def extract_graph(analysis: Analysis, outputs: list, inputs: list = (),
-                  constants: Mapping | None = None) -> tuple[IRGraph, dict[str, bytes]]:
+                  constants: Mapping | list[tuple] | None = None) -> tuple[IRGraph, dict[str, bytes]]:
     """The sub-graph computing `outputs` from `inputs` (and the model's own Parameters and constants),
-    and the data of the Constants that `constants` (tensor -> its value) puts in place of tensors.
+    and the data of the Constants that `constants` (tensor -> its value, or (tensor, value) pairs) puts
+    in place of tensors.
     Tensors are named as `resolve_tensors` reads names, or given as `Tensor`s."""
     graph = analysis.document.graph
     wanted = _tensors(graph, outputs, "output")
@@ -104,7 +105,7 @@ def extract_graph(analysis: Analysis, outputs: list, inputs: list = (),
         raise UsageError("no outputs to extract")
     cuts = _tensors(graph, inputs, "input")
     fixed: dict[tuple[str, int], np.ndarray] = {}
-    for name, value in (constants or {}).items():
+    for name, value in (constants.items() if isinstance(constants, Mapping) else constants or ()):
         tensors = _tensors(graph, [name], "constant")
         if len(tensors) != 1:
             raise UsageError(f'constant "{name}": names {len(tensors)} tensors; name one (layer:index)')
@@ -173,11 +174,11 @@ def extract_graph(analysis: Analysis, outputs: list, inputs: list = (),
     return b.graph(), data
 
 
-def extract(source, path: str | Path, *, outputs: list[str], inputs: list[str] = (), constants: Mapping | None = None,
-            force: bool = False) -> Path:
+def extract(source, path: str | Path, *, outputs: list[str], inputs: list[str] = (),
+            constants: Mapping | list[tuple] | None = None, force: bool = False) -> Path:
     """Write the sub-graph of `source` (a loaded `Model`, or the path of an IR) computing `outputs` from
     `inputs` as a standalone IR at `path` (.xml, and its .bin); returns the .xml path.  `constants`
-    (name -> array) cuts those tensors too, each becoming a Constant of that value."""
+    (name -> array, or (name, array) pairs) cuts those tensors too, each becoming a Constant of that value."""
     from .model import Model, _document_and_analysis
     if isinstance(source, Model):
         document, analysis, weights, close = source.document, source.analysis, source.weights, False
