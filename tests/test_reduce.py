@@ -150,6 +150,32 @@ def test_integer_divide_against_openvino(build, tmp_path):
     assert (mine != got).sum() >= 3 and report["after"][0]["mismatch_fraction"] == pytest.approx((mine != got).mean())
 
 
+def test_the_readme_session_4_bit_convolution(tmp_path):
+    """The README's example: the int8 twin's 4-bit convolution cut out with its i4 weights and their
+    decompression; OpenVINO runs the cut to what it computes for that layer in the whole twin, which
+    diverges from the fp32 model's value (the expected file)."""
+    import subprocess
+    import sys
+    twin = tmp_path / "resnet.int8.xml"
+    subprocess.run([sys.executable, str(Path(__file__).parents[1] / "examples" / "int8_twin.py"), RESNET, twin,
+                    "--int4", "Multiply_3898"], capture_output=True, text=True, check=True)
+    out = tmp_path / "conv4bit.xml"
+    r = run_cli("reduce", twin, "-i", RESNET_IN, "--reference", RESNET, "--rtol", "0.05", "--atol", "0.05", "-o", out)
+    assert r.exit_code == 1, r.output
+    assert 'reproduced by 1 layer: 39 "Multiply_3898" (Convolution-1)' in r.stdout.splitlines()
+    assert r.stdout.splitlines()[-1] == f"reproduce: irrun compare {out} -i {files_of(out)[0]} --reference " \
+                                        f"{files_of(out)[1]} --rtol 0.05 --atol 0.05"
+    graph = parse_document(out).graph
+    assert sorted(l.type for l in graph.layers.values()) == \
+        ["Const", "Const", "Convert", "Convolution", "Multiply", "Parameter", "Result"]
+    assert any(l.data.get("element_type") == "i4" for l in graph.layers.values())
+    assert out.with_suffix(".bin").stat().st_size == 4736
+    feeds, expected = dict(np.load(files_of(out)[0])), dict(np.load(files_of(out)[1]))
+    (got,) = openvino_on(out, feeds)
+    assert_close(got, openvino_layer_outputs(twin, dict(np.load(RESNET_IN)))["Multiply_3898:0"])
+    assert diverges(got, expected["Multiply_3898:0"], 0.05, 0.05)
+
+
 # ---------------------------------------------------------------- drift: the cut grows
 
 def _mlp(tmp_path: Path, width: int = 64, depth: int = 4) -> Path:
