@@ -230,7 +230,19 @@ def reduce(model, inputs: Any, reference: Any, output: str | Path, *, rtol: floa
 
     if max_layers < 1:
         raise UsageError(f"max_layers must be at least 1, got {max_layers}")
-    m = model if isinstance(model, Model) else load(model, max_memory=max_memory)
+    if isinstance(model, Model):
+        return _reduce(model, inputs, reference, output, rtol, atol, layer, max_layers, force, max_memory,
+                       protected, progress)
+    m = load(model, max_memory=max_memory)
+    try:
+        return _reduce(m, inputs, reference, output, rtol, atol, layer, max_layers, force, max_memory, protected,
+                       progress)
+    finally:
+        m.close()
+
+
+def _reduce(m, inputs, reference, output, rtol, atol, layer, max_layers, force, max_memory, protected,
+            progress) -> ReduceReport:
     xml, bin_path = check_target(output, (m.path, m.path.with_suffix(".bin")), force)
     targets = (xml, bin_path, *companion_files(xml))
     refuse_overwrite(targets, (m.path, m.path.with_suffix(".bin")), force)
@@ -269,43 +281,50 @@ def reduce(model, inputs: Any, reference: Any, output: str | Path, *, rtol: floa
     result.check = (f"{label.split(' (')[0]} on the reduced IR against irrun" if device is not None else
                     "irrun on the reference's own input values against the reference")
     outputs = [Tensor(node.layer, d.port) for d in before]
-    with tempfile.TemporaryDirectory(prefix="irrun-reduce-") as scratch:
-        for region in regions:
-            say(f"trying a cut of {len(region)} layer{'s' if len(region) != 1 else ''}")
-            fed, fixed = cuts.boundary(region)
-            cut = _Cut(m, outputs, fed, fixed, ours)
-            attempt = Attempt(cuts.describe(region), False)
-            result.attempts.append(attempt)
-            try:
-                cut.write(Path(scratch) / f"cut{len(region)}.xml", force=True)
-                _check(cut, attempt, expected, reference if device is not None else None, theirs, rtol, atol, result)
-            except IrrunError as exc:
-                attempt.note = f"could not be checked: {exc}"
-            finally:
-                cut.close()
-            if attempt.reproduced:
-                break
-    chosen = next((a for a in result.attempts if a.reproduced), None)
+    chosen = _try_cuts(m, cuts, regions, outputs, ours, theirs, expected, reference if device is not None else None,
+                       rtol, atol, result, say)
     if chosen is None:
         result.status = "not reducible"
         if len(regions) < max_layers:
             result.notes.append(f"the cut reached the model's inputs with {len(regions)} layers")
         return result
-    result.status = "reduced"
     final = _Cut(m, outputs, *cuts.boundary({x["id"] for x in chosen.layers}), ours)
+    inputs_file, expected_file = companion_files(xml)
     try:
         final.write(xml, force=force)
-        inputs_file, expected_file = companion_files(xml)
         save_npz(inputs_file, final.feeds)
         save_npz(expected_file, final.expected(expected))
         result.inputs, result.outputs = list(final.feeds), list(final.expected(expected))
     finally:
         final.close()
+    result.status = "reduced"
     result.files = [str(xml), str(bin_path), str(inputs_file), str(expected_file)]
     tolerance = "".join(f" --{name} {value:g}" for name, value in (("rtol", rtol), ("atol", atol)) if value is not None)
     result.reproduce = (f"irrun compare {shlex.quote(str(xml))} -i {shlex.quote(str(inputs_file))} "
                         f"--reference {shlex.quote(str(expected_file))}{tolerance}")
     return result
+
+
+def _try_cuts(m, cuts: "_Cuts", regions, outputs, ours, theirs, expected, openvino, rtol, atol,
+              result: ReduceReport, say) -> Attempt | None:
+    """Each cut in turn, written to a scratch directory and checked, up to the first that reproduces
+    the divergence (returned; None when none does).  Every cut tried is recorded in `result.attempts`."""
+    with tempfile.TemporaryDirectory(prefix="irrun-reduce-") as scratch:
+        for region in regions:
+            say(f"trying a cut of {len(region)} layer{'s' if len(region) != 1 else ''}")
+            cut = _Cut(m, outputs, *cuts.boundary(region), ours)
+            attempt = Attempt(cuts.describe(region), False)
+            result.attempts.append(attempt)
+            try:
+                cut.write(Path(scratch) / f"cut{len(region)}.xml", force=True)
+                _check(cut, attempt, expected, openvino, theirs, rtol, atol, result)
+            except IrrunError as exc:
+                attempt.note = f"could not be checked: {exc}"
+            finally:
+                cut.close()
+            if attempt.reproduced:
+                return attempt
+    return None
 
 
 def _reference_files(reference: Any, protected) -> list[Path]:

@@ -18,20 +18,14 @@ import numpy as np
 import openvino as ov
 import openvino.opset13 as ops
 import pytest
-from click.testing import CliRunner
 from ovutil import _CORE, assert_close, evaluate_reference, openvino_layer_outputs, run_openvino, save
-from test_compare import _integer_divide, copy_ir, scale_weights
+from test_compare import _integer_divide, copy_ir, run_cli, scale_weights
 
 import irrun
-from irrun.cli import cli
 from irrun.ir import parse_document
 
 MODELS = Path(__file__).resolve().parent / "models"
 RESNET, RESNET_IN = MODELS / "resnet.f32.xml", MODELS / "resnet.npz"
-
-
-def run_cli(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def reduce_json(*args):
