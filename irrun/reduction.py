@@ -29,6 +29,7 @@ keeps static shapes and does not pull in the layers above it.
 """
 from __future__ import annotations
 
+import os
 import shlex
 import tempfile
 from collections import deque
@@ -288,15 +289,22 @@ def _reduce(m, inputs, reference, output, rtol, atol, layer, max_layers, force, 
         if len(regions) < max_layers:
             result.notes.append(f"the cut reached the model's inputs with {len(regions)} layers")
         return result
-    final = _Cut(m, outputs, *cuts.boundary({x["id"] for x in chosen.layers}), ours)
     inputs_file, expected_file = companion_files(xml)
-    try:
-        final.write(xml, force=force)
-        save_npz(inputs_file, final.feeds)
-        save_npz(expected_file, final.expected(expected))
-        result.inputs, result.outputs = list(final.feeds), list(final.expected(expected))
-    finally:
-        final.close()
+    # The four files are written beside their places, then renamed into them: a failure leaves none of them.
+    with tempfile.TemporaryDirectory(dir=xml.parent, prefix=f".{xml.stem}.") as staging:
+        staged = Path(staging) / xml.name
+        final = _Cut(m, outputs, *cuts.boundary({x["id"] for x in chosen.layers}), ours)
+        try:
+            final.write(staged, force=True)
+            result.inputs, wanted = list(final.feeds), final.expected(expected)
+            result.outputs = list(wanted)
+            save_npz(companion_files(staged)[0], final.feeds)
+            save_npz(companion_files(staged)[1], wanted)
+        finally:
+            final.close()
+        for written, target in ((staged.with_suffix(".bin"), bin_path), (companion_files(staged)[0], inputs_file),
+                                (companion_files(staged)[1], expected_file), (staged, xml)):
+            os.replace(written, target)
     result.status = "reduced"
     result.files = [str(xml), str(bin_path), str(inputs_file), str(expected_file)]
     tolerance = "".join(f" --{name} {value:g}" for name, value in (("rtol", rtol), ("atol", atol)) if value is not None)
