@@ -291,20 +291,23 @@ def _reduce(m, inputs, reference, output, rtol, atol, layer, max_layers, force, 
         return result
     inputs_file, expected_file = companion_files(xml)
     # The four files are written beside their places, then renamed into them: a failure leaves none of them.
-    with tempfile.TemporaryDirectory(dir=xml.parent, prefix=f".{xml.stem}.") as staging:
-        staged = Path(staging) / xml.name
-        final = _Cut(m, outputs, *cuts.boundary({x["id"] for x in chosen.layers}), ours)
-        try:
-            final.write(staged, force=True)
-            result.inputs, wanted = list(final.feeds), final.expected(expected)
-            result.outputs = list(wanted)
-            save_npz(companion_files(staged)[0], final.feeds)
-            save_npz(companion_files(staged)[1], wanted)
-        finally:
-            final.close()
-        for written, target in ((staged.with_suffix(".bin"), bin_path), (companion_files(staged)[0], inputs_file),
-                                (companion_files(staged)[1], expected_file), (staged, xml)):
-            os.replace(written, target)
+    try:
+        with tempfile.TemporaryDirectory(dir=xml.parent, prefix=f".{xml.stem}.") as staging:
+            staged = Path(staging) / xml.name
+            final = _Cut(m, outputs, *cuts.boundary({x["id"] for x in chosen.layers}), ours)
+            try:
+                final.write(staged, force=True)
+                result.inputs, wanted = list(final.feeds), final.expected(expected)
+                result.outputs = list(wanted)
+                save_npz(companion_files(staged)[0], final.feeds)
+                save_npz(companion_files(staged)[1], wanted)
+            finally:
+                final.close()
+            for written, target in ((staged.with_suffix(".bin"), bin_path), (companion_files(staged)[0], inputs_file),
+                                    (companion_files(staged)[1], expected_file), (staged, xml)):
+                os.replace(written, target)
+    except OSError as exc:
+        raise IrrunError(f"cannot write {xml}: {exc.strerror or exc}", file=str(xml)) from None
     result.status = "reduced"
     result.files = [str(xml), str(bin_path), str(inputs_file), str(expected_file)]
     tolerance = "".join(f" --{name} {value:g}" for name, value in (("rtol", rtol), ("atol", atol)) if value is not None)

@@ -296,6 +296,27 @@ def test_python_api(tmp_path):
     assert irrun.reduce(model, x, "openvino", tmp_path / "min.xml", force=True).reduced
 
 
+def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    """The disk fills up while the expected values are written: neither of the four files is left,
+    nor the staging directory, and the error is one line."""
+    import irrun.reduction
+    xml = save(_integer_divide(), tmp_path / "model")
+    np.save(tmp_path / "x.npy", np.array([-4, -3, -2, 8, -4, 10, 0, 2], np.int32))
+    calls = []
+
+    def full_disk(path, arrays):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        irrun.arrays.save_npz(path, arrays)
+    monkeypatch.setattr(irrun.reduction, "save_npz", full_disk)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run_cli("reduce", xml, "-i", tmp_path / "x.npy", "-r", "openvino", "-o", out / "min.xml")
+    _one_error_line(r, f"cannot write {out / 'min.xml'}: No space left on device")
+    assert len(calls) == 2 and list(out.iterdir()) == []
+
+
 # ---------------------------------------------------------------- nothing to reduce, bad input
 
 def test_nothing_diverges(tmp_path):
