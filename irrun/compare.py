@@ -280,18 +280,24 @@ def compare(model, inputs: Any, reference: Any, *, rtol: float | None = None, at
     from .references import open_reference
 
     m = model if isinstance(model, Model) else load(model, max_memory=max_memory)
-    feeds = inputs
-    with open_reference(reference, m, feeds, max_memory) as (tensors, label):
-        keys = _model_keys(m)
-        match, unmatched = match_keys(m, keys, tensors.keys())
-        if not match:
-            theirs = ", ".join(repr(k) for k in list(tensors.keys())[:3])
-            ours = ", ".join(repr(k) for k in keys[:3])
-            raise UsageError(f"the reference {label} has none of the model's tensors (its keys look like {theirs}; "
-                             f"the model's like {ours})")
-        read = {src for lid, node in m.analysis.nodes.items() if lid in m.analysis.live for src in node.inputs}
-        watcher = CompareWatcher(tensors, match, read, rtol, atol, lambda lid: m.analysis.nodes[lid].types)
-        m.infer(feeds, watch=[watcher])
+    with open_reference(reference, m, inputs, max_memory) as (tensors, label):
+        return compare_tensors(m, inputs, tensors, label, rtol=rtol, atol=atol)
+
+
+def compare_tensors(m, inputs: Any, tensors: Mapping[str, np.ndarray], label: str, *, rtol: float | None = None,
+                    atol: float | None = None) -> CompareReport:
+    """`compare` of the loaded model `m` against reference tensors at hand (by key; `label` names
+    them in reports)."""
+    keys = _model_keys(m)
+    match, unmatched = match_keys(m, keys, tensors.keys())
+    if not match:
+        theirs = ", ".join(repr(k) for k in list(tensors.keys())[:3])
+        ours = ", ".join(repr(k) for k in keys[:3])
+        raise UsageError(f"the reference {label} has none of the model's tensors (its keys look like {theirs}; "
+                         f"the model's like {ours})")
+    read = {src for lid, node in m.analysis.nodes.items() if lid in m.analysis.live for src in node.inputs}
+    watcher = CompareWatcher(tensors, match, read, rtol, atol, lambda lid: m.analysis.nodes[lid].types)
+    m.infer(inputs, watch=[watcher])
     diffs = watcher.diffs
     first, statuses = first_divergence(m, diffs)
     attributes = dict(m.layers[first.id].data) if first is not None else {}

@@ -40,6 +40,14 @@ def parameter_layer(layer_id: str, name: str, t: TensorType, names: tuple[str, .
                  op_type="Parameter", op_version=1)
 
 
+def constant_layer(layer_id: str, name: str, t: TensorType, names: tuple[str, ...]) -> Layer:
+    """A Const of the static type `t`; the writer fills in its `offset` and `size` as it stores the data."""
+    data = {"element_type": _attr_text("Constant", "element_type", t.etype),
+            "shape": _attr_text("Constant", "shape", t.shape), "offset": "0", "size": "0"}
+    return Layer(layer_id, name, "Const", "opset1", 0, data, None, [], [new_port(0, t, names)],
+                 op_type="Constant", op_version=1)
+
+
 def convert_layer(layer_id: str, name: str, t: TensorType, destination: ElementType) -> Layer:
     """A Convert of a tensor of type `t` to `destination`."""
     data = {"destination_type": _attr_text("Convert", "destination_type", destination)}

@@ -6,8 +6,9 @@ tensors become Results of the new IR, named by their tensor key (`layer` for a l
 output, `layer:index` otherwise), then by the key dumps, compare and add_outputs use
 (`layer:index`, always), and then by the names the model gives them.  The tensors
 named as inputs are cut: each becomes a Parameter of the type shape inference gives it
-(named the same way), and nothing above it is kept.  The new IR holds only the layers the outputs need (with their original ids), and
-its `.bin` only the constants they use.
+(named the same way), and nothing above it is kept; a tensor given a value (`constants`) is
+cut into a Constant of that value instead.  The new IR holds only the layers the outputs
+need (with their original ids), and its `.bin` only the constants they use.
 """
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ import dataclasses
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
+
+import numpy as np
 
 from .analysis import Analysis, declared_type
-from .editing import GraphBuilder, graph_of, parameter_layer, result_layer, without_rt_info
+from .editing import GraphBuilder, constant_layer, graph_of, parameter_layer, result_layer, without_rt_info
 from .errors import ModelError, UsageError
 from .ir import IRGraph, Layer
 from .registry import TensorType
@@ -80,17 +84,33 @@ def _type_of(analysis: Analysis, tensor: Tensor) -> TensorType:
     return t if t is not None else declared_type(tensor.layer.outputs[tensor.index])
 
 
-def extract_graph(analysis: Analysis, outputs: list[str], inputs: list[str] = ()) -> IRGraph:
-    """The sub-graph computing `outputs` from `inputs` (and the model's own Parameters and constants)."""
+def _tensors(graph: IRGraph, names, what: str) -> list[Tensor]:
+    """The tensors of `names` (names as `resolve_tensors` reads them, or `Tensor`s), each once."""
+    found: list[Tensor] = []
+    for name in names:
+        found += [t for t in ([name] if isinstance(name, Tensor) else resolve_tensors(graph, name, what=what))
+                  if t not in found]
+    return found
+
+
+def extract_graph(analysis: Analysis, outputs: list, inputs: list = (),
+                  constants: Mapping | list[tuple] | None = None) -> tuple[IRGraph, dict[str, bytes]]:
+    """The sub-graph computing `outputs` from `inputs` (and the model's own Parameters and constants),
+    and the data of the Constants that `constants` (tensor -> its value, or (tensor, value) pairs) puts
+    in place of tensors.
+    Tensors are named as `resolve_tensors` reads names, or given as `Tensor`s."""
     graph = analysis.document.graph
-    wanted: list[Tensor] = []
-    for name in outputs:
-        wanted += [t for t in resolve_tensors(graph, name, what="output") if t not in wanted]
+    wanted = _tensors(graph, outputs, "output")
     if not wanted:
         raise UsageError("no outputs to extract")
-    cuts: list[Tensor] = []
-    for name in inputs:
-        cuts += [t for t in resolve_tensors(graph, name, what="input") if t not in cuts]
+    cuts = _tensors(graph, inputs, "input")
+    fixed: dict[tuple[str, int], np.ndarray] = {}
+    for name, value in (constants.items() if isinstance(constants, Mapping) else constants or ()):
+        tensors = _tensors(graph, [name], "constant")
+        if len(tensors) != 1:
+            raise UsageError(f'constant "{name}": names {len(tensors)} tensors; name one (layer:index)')
+        fixed[(tensors[0].layer.id, tensors[0].index)] = np.asarray(value)
+        cuts += [t for t in tensors if t not in cuts]
     cut_at = {(t.layer.id, t.index): t for t in cuts}
 
     # Walk up from the outputs; a cut tensor stops the walk.
@@ -122,9 +142,17 @@ def extract_graph(analysis: Analysis, outputs: list[str], inputs: list[str] = ()
         if layer.id in needed and layer.op_type == "Parameter":
             b.add(layer)
             fed[(layer.id, 0)] = (layer.id, 0)
+    data: dict[str, bytes] = {}
     for t in cuts:
         lid = b.free_id(taken_ids)
-        b.add(parameter_layer(lid, b.free_name(t.key, taken_names), _type_of(analysis, t), t.names))
+        name = b.free_name(t.key, taken_names)
+        value = fixed.get((t.layer.id, t.index))
+        if value is None:
+            b.add(parameter_layer(lid, name, _type_of(analysis, t), t.names))
+        else:
+            etype = _type_of(analysis, t).etype
+            b.add(constant_layer(lid, name, TensorType(tuple(value.shape), etype), t.names))
+            data[lid] = etype.encode(value)
         fed[(t.layer.id, t.index)] = (lid, 0)
     for lid, layer in graph.layers.items():
         if lid in needed and layer.op_type != "Parameter":
@@ -143,12 +171,14 @@ def extract_graph(analysis: Analysis, outputs: list[str], inputs: list[str] = ()
         result.inputs[0] = dataclasses.replace(result.inputs[0], dims=given.dims, precision=given.precision,
                                                etype=given.etype)
         b.connect(src, (lid, 0))
-    return b.graph()
+    return b.graph(), data
 
 
-def extract(source, path: str | Path, *, outputs: list[str], inputs: list[str] = (), force: bool = False) -> Path:
+def extract(source, path: str | Path, *, outputs: list[str], inputs: list[str] = (),
+            constants: Mapping | list[tuple] | None = None, force: bool = False) -> Path:
     """Write the sub-graph of `source` (a loaded `Model`, or the path of an IR) computing `outputs` from
-    `inputs` as a standalone IR at `path` (.xml, and its .bin); returns the .xml path."""
+    `inputs` as a standalone IR at `path` (.xml, and its .bin); returns the .xml path.  `constants`
+    (name -> array, or (name, array) pairs) cuts those tensors too, each becoming a Constant of that value."""
     from .model import Model, _document_and_analysis
     if isinstance(source, Model):
         document, analysis, weights, close = source.document, source.analysis, source.weights, False
@@ -165,10 +195,12 @@ def extract(source, path: str | Path, *, outputs: list[str], inputs: list[str] =
             raise ModelError(f"{first.message} (the model has {len(errors)} error{'s' if len(errors) > 1 else ''}; "
                              f"`irrun validate` lists them)", file=first.file, line=first.line, layer=first.layer,
                              code=first.code)
-        graph = extract_graph(analysis, list(outputs), list(inputs))
+        graph, data = extract_graph(analysis, list(outputs), list(inputs), constants)
         if document.version == 10:   # (rt_info the IR v10 reader ignores would be read in IR v11)
             graph = graph_of({lid: without_rt_info(l) for lid, l in graph.layers.items()}, graph.edges, graph.rt_info)
-        return write_ir(path, graph, name=document.name, constant_bytes=constants_from(weights, file),
+        stored = constants_from(weights, file)
+        return write_ir(path, graph, name=document.name,
+                        constant_bytes=lambda layer: data[layer.id] if layer.id in data else stored(layer),
                         protected=(document.path, document.path.with_suffix(".bin")), force=force)
     finally:
         if close and weights is not None:

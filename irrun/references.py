@@ -38,12 +38,11 @@ def open_reference(reference: Any, model, inputs: Any, max_memory: int | None = 
     if not isinstance(reference, (str, Path)):
         raise UsageError(f"a reference is 'openvino[:DEVICE]', a path or a mapping of arrays, not "
                          f"{type(reference).__name__}")
-    text = str(reference)
-    kind, _, device = text.partition(":")
-    if kind.lower() == "openvino" and not Path(text).exists():
-        device = device or "CPU"
+    device = openvino_device(reference)
+    if device is not None:
         yield run_openvino(model, inputs, device), f"openvino ({device}, f32)"
         return
+    text = str(reference)
     path = Path(text)
     if path.is_dir():
         from .dump import DumpDirectory
@@ -62,6 +61,15 @@ def open_reference(reference: Any, model, inputs: Any, max_memory: int | None = 
                          f"or another model's .xml")
     else:
         raise UsageError(f"--reference {text}: not a .npz, a dump directory or an .xml model")
+
+
+def openvino_device(reference: Any) -> str | None:
+    """The device of a reference `openvino` / `openvino:DEVICE` ("CPU" by default); None for any other
+    reference (a file of that name included)."""
+    if not isinstance(reference, (str, Path)):
+        return None
+    kind, _, device = str(reference).partition(":")
+    return (device or "CPU") if kind.lower() == "openvino" and not Path(reference).exists() else None
 
 
 def run_irrun(model, inputs: Any) -> dict[str, np.ndarray]:

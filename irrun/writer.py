@@ -214,13 +214,20 @@ def check_target(path: str | Path, protected=(), force: bool = False) -> tuple[P
     bin_path = xml.with_suffix(".bin")
     if not xml.parent.is_dir():
         raise UsageError(f"{xml}: no such directory: {xml.parent}")
-    if not force:
-        for target in (xml, bin_path):
-            for source in protected:
-                if target.exists() and Path(source).exists() and os.path.samefile(target, source):
-                    raise UsageError(f"{target} is the model's own input file; refusing to overwrite it "
-                                     f"(pass force=True, or --force on the command line)")
+    refuse_overwrite((xml, bin_path), protected, force)
     return xml, bin_path
+
+
+def refuse_overwrite(targets, protected=(), force: bool = False, what: str = "the model's own input file") -> None:
+    """Refuses (unless `force`) to write any of `targets` that is one of the `protected` files (`what`
+    they are, for the message), however the path is spelled."""
+    if force:
+        return
+    for target in targets:
+        for source in protected:
+            if Path(target).exists() and Path(source).exists() and os.path.samefile(target, source):
+                raise UsageError(f"{target} is {what}; refusing to overwrite it "
+                                 f"(pass force=True, or --force on the command line)")
 
 
 def write_ir(path: str | Path, graph: IRGraph, *, name: str, constant_bytes: ConstantBytes,

@@ -44,12 +44,20 @@ def compare_command(ctx, model, inputs, reference, rtol, atol, fmt, max_memory):
 
 
 def _compare(model, inputs, reference, rtol, atol, max_memory):
+    check_tolerances(rtol, atol)
+    m = load(model, max_memory=parse_size(max_memory) if max_memory else None)
+    require_inputs(m, inputs)
+    return compare(m, inputs_for(m, inputs), reference, rtol=rtol, atol=atol,
+                   max_memory=parse_size(max_memory) if max_memory else None)
+
+
+def check_tolerances(rtol, atol) -> None:
     for name, value in (("--rtol", rtol), ("--atol", atol)):
         if value is not None and not value >= 0:
             raise UsageError(f"{name} must be a number >= 0, got {value}")
-    m = load(model, max_memory=parse_size(max_memory) if max_memory else None)
+
+
+def require_inputs(m, inputs) -> None:
     if not inputs:
         want = ", ".join(f"{i.name} {format_shape(i.shape)} {i.element_type}" for i in m.inputs)
         raise UsageError(f"no --input given; the model takes: {want}")
-    return compare(m, inputs_for(m, inputs), reference, rtol=rtol, atol=atol,
-                   max_memory=parse_size(max_memory) if max_memory else None)
