@@ -89,6 +89,16 @@ class NpzArchive(Mapping):
         self.close()
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Read once, at import: setting the umask to read it is not safe while other threads create files.
+_UMASK = _read_umask()
+
+
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "wb", *, durable: bool = True) -> Iterator[IO]:
     """Write `path` through a temporary file in the same directory, renamed over it only once
@@ -100,6 +110,8 @@ def atomic_write(path: str | Path, mode: str = "wb", *, durable: bool = True) ->
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp makes the file 0600; the result gets the permissions a plain open() would give it.
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, mode) as f:
             yield f
             if durable:
