@@ -242,7 +242,7 @@ def check_structure(document: IRDocument, nodes: dict[str, Node], diags: Diagnos
             layer = node.layer
             if None in node.inputs:
                 for i, src in enumerate(node.inputs):
-                    if src is None:
+                    if src is None and (layer.id, i) not in graph.broken_inputs:
                         diags.error("E-INPUT-UNCONNECTED", f"input port {layer.inputs[i].id} has no incoming edge",
                                     layer=layer.ref, line=layer.inputs[i].line)
             op_type = layer.op_type
