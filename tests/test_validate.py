@@ -143,6 +143,18 @@ def missing_attribute(root):
     del _layer(root, "pool").find("data").attrib["kernel"]
 
 
+def conv_without_strides(root):
+    del _layer(root, "conv").find("data").attrib["strides"]
+
+
+def pool_without_pads_begin(root):
+    del _layer(root, "pool").find("data").attrib["pads_begin"]
+
+
+def reshape_without_special_zero(root):
+    del _layer(root, "flat").find("data").attrib["special_zero"]
+
+
 def malformed_attribute(root):
     _layer(root, "pool").find("data").set("kernel", "a,b")
 
@@ -246,6 +258,9 @@ MUTATIONS = [
     (extra_input, "E-OP-INPUTS", "relu", True),
     (unknown_attribute, "W-ATTR-UNKNOWN", "pool", False),
     (missing_attribute, "E-ATTR-MISSING", "pool", True),
+    (conv_without_strides, "W-ATTR-DEFAULTED", "conv", False),
+    (pool_without_pads_begin, "W-ATTR-DEFAULTED", "pool", False),
+    (reshape_without_special_zero, "W-ATTR-DEFAULTED", "flat", False),
     (malformed_attribute, "E-ATTR-VALUE", "pool", True),
     (zero_stride, "E-ATTR-RANGE", "pool", True),
     (wrong_length, "E-ATTR-LENGTH", "pool", True),
@@ -406,3 +421,19 @@ def test_a_broken_edge_inside_a_loop_body_names_the_body(tmp_path):
         "\n".join(d.format() for d in report)
     assert hits[0].line == _edge_line(xml, from_layer="777")
     assert f"in the sub-graph {loop_layer.get('id')}" in hits[0].message
+
+
+def test_strict_makes_a_defaulted_attribute_an_error(base, tmp_path):
+    """`validate --strict`: the warning is reported as an error and the command fails."""
+    from click.testing import CliRunner
+    from irrun.cli import cli
+    xml = _mutate(base, tmp_path, conv_without_strides)
+    assert irrun.validate(xml).ok
+    report = irrun.validate(xml, strict=True)
+    assert [(d.severity, d.code) for d in report] == [("error", "W-ATTR-DEFAULTED")]
+    warned = report.diagnostics[0]
+    assert warned.layer.name == "conv" and 'strides=""' in warned.message and "every stride 1" in warned.message
+    loose = CliRunner().invoke(cli, ["validate", str(xml)])
+    strict = CliRunner().invoke(cli, ["validate", "--strict", str(xml)])
+    assert loose.exit_code == 0 and "warning W-ATTR-DEFAULTED" in loose.output
+    assert strict.exit_code == 1 and "error W-ATTR-DEFAULTED" in strict.output and "1 error, 0 warnings" in strict.output
