@@ -242,8 +242,11 @@ def check_structure(document: IRDocument, nodes: dict[str, Node], diags: Diagnos
             layer = node.layer
             if None in node.inputs:
                 for i, src in enumerate(node.inputs):
-                    if src is None and (layer.id, i) not in graph.broken_inputs:
-                        diags.error("E-INPUT-UNCONNECTED", f"input port {layer.inputs[i].id} has no incoming edge",
+                    if src is None:
+                        broken = graph.broken_inputs.get((layer.id, i))
+                        why = "no incoming edge" if broken is None else \
+                            f"no working edge: its edge (line {broken}) comes from nowhere"
+                        diags.error("E-INPUT-UNCONNECTED", f"input port {layer.inputs[i].id} has {why}",
                                     layer=layer.ref, line=layer.inputs[i].line)
             op_type = layer.op_type
             if op_type == "Parameter" and layer.inputs:

@@ -112,8 +112,8 @@ class IRGraph:
     # layer id -> for each input, `sources` of it (None where nothing feeds it)
     producers: dict[str, list[tuple[str, int] | None]] = field(default_factory=dict)
     rt_info: RtInfo = ()            # the graph's own <rt_info> (a model's, or a body's)
-    # inputs whose only edge names a missing layer or output port (reported as that, not as unconnected)
-    broken_inputs: set[tuple[str, int]] = field(default_factory=set)
+    # (layer id, input index) -> the line of the edge into it that names a missing layer or output port
+    broken_inputs: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @cached_property
     def graph(self) -> nx.MultiDiGraph:
@@ -451,7 +451,7 @@ class _Reader:
         """Resolve each edge's ports to their positions; `sources` maps every fed input to its producer."""
         sources: dict[tuple[str, int], tuple[str, int]] = {}
         producers = {lid: [None] * len(layer.inputs) for lid, layer in layers.items()}
-        broken: set[tuple[str, int]] = set()
+        broken: dict[tuple[str, int], int] = {}
         find = layers.get
         for e in edges:
             src, dst = find(e.from_layer), find(e.to_layer)
@@ -471,7 +471,7 @@ class _Reader:
             if out_index is None or in_index is None:
                 self._report_broken_edge(e, src, dst, out_index, in_index)
                 if in_index is not None:
-                    broken.add((e.to_layer, in_index))   # it has an edge, a broken one: said once, here
+                    broken[(e.to_layer, in_index)] = e.line   # unfed, through an edge that goes nowhere
                 continue
             fed = (e.to_layer, in_index)
             if fed in sources:

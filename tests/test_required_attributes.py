@@ -24,7 +24,7 @@ import pytest
 from lxml import etree
 from openvino.utils.node_factory import NodeFactory
 
-from ovutil import CPU_F32, assert_close
+from ovutil import CPU_F32, assert_close, compile_cpu
 
 import irrun
 from irrun.spec import _default, all_specs, format_value, resolve_version
@@ -451,7 +451,7 @@ def _defined(type_name: str, version: int, outputs: list[np.ndarray]) -> list[np
 
 
 def _run_openvino(xml: Path, feeds) -> list[np.ndarray]:
-    compiled = CORE.compile_model(CORE.read_model(str(xml)), "CPU", CPU_F32)
+    compiled = compile_cpu(xml)
     request = compiled.create_infer_request()
     result = request.infer(feeds)
     return [np.asarray(result[o]) for o in compiled.outputs]

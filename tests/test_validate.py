@@ -378,7 +378,7 @@ BROKEN_EDGES = [
 @pytest.mark.parametrize("mutation, ends, code, says, layer_name", BROKEN_EDGES,
                          ids=[m[0].__name__.strip("_") for m in BROKEN_EDGES])
 def test_a_broken_edge_names_the_missing_end_and_its_line(base, tmp_path, mutation, ends, code, says, layer_name):
-    xml = _mutate(base, tmp_path, mutation)
+    xml = mutated_copy(base, tmp_path, mutation)
     line = _edge_line(xml, **ends)
     report = irrun.validate(xml)
     hits = [d for d in report.diagnostics if d.code == code]
@@ -388,9 +388,11 @@ def test_a_broken_edge_names_the_missing_end_and_its_line(base, tmp_path, mutati
     for text in says:
         assert text in hit.message, hit.format()
     assert (hit.layer.name if hit.layer else None) == layer_name
-    # The port the broken edge was to feed is not reported a second time as unconnected.
+    # The port the broken edge was to feed is unfed, and says which edge it has.
     if "from_layer" in ends and "to_layer" not in ends or "from_port" in ends:
-        assert "E-INPUT-UNCONNECTED" not in report.codes(), "\n".join(d.format() for d in report)
+        unfed = [d for d in report.diagnostics if d.code == "E-INPUT-UNCONNECTED"]
+        assert len(unfed) == 1 and f"its edge (line {line}) comes from nowhere" in unfed[0].message, \
+            "\n".join(d.format() for d in report)
     assert _openvino_rejects(xml)
     with pytest.raises(irrun.ModelError) as raised:
         irrun.load(xml)
@@ -427,7 +429,7 @@ def test_strict_makes_a_defaulted_attribute_an_error(base, tmp_path):
     """`validate --strict`: the warning is reported as an error and the command fails."""
     from click.testing import CliRunner
     from irrun.cli import cli
-    xml = _mutate(base, tmp_path, conv_without_strides)
+    xml = mutated_copy(base, tmp_path, conv_without_strides)
     assert irrun.validate(xml).ok
     report = irrun.validate(xml, strict=True)
     assert [(d.severity, d.code) for d in report] == [("error", "W-ATTR-DEFAULTED")]
