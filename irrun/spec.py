@@ -464,19 +464,6 @@ def _default(spec: AttrSpec):
     return spec.default
 
 
-def format_value(spec: AttrSpec, value) -> str:
-    """A parsed value as the IR writes it (`1,2`, `true`, `f32`, `1,?,3`)."""
-    if spec.type in ("ints", "floats", "strings"):
-        return ",".join(str(v) for v in value)
-    if spec.type == "bool":
-        return "true" if value else "false"
-    if spec.type == "etype":
-        return value.name
-    if spec.type == "shape":
-        return "..." if value is None else ",".join(str(d) for d in value)
-    return str(value)
-
-
 def _missing(a: AttrSpec) -> AttrProblem:
     """A required attribute that is absent: an error, unless OpenVINO's reader fills it in."""
     name = a.name
