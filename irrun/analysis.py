@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import etypes
+from . import etypes, partial_values
 from .diagnostics import Diagnostics
 from .errors import IrrunError
 from .ir import EMPTY, IRDocument, IRGraph, Layer
@@ -243,7 +243,10 @@ def check_structure(document: IRDocument, nodes: dict[str, Node], diags: Diagnos
             if None in node.inputs:
                 for i, src in enumerate(node.inputs):
                     if src is None:
-                        diags.error("E-INPUT-UNCONNECTED", f"input port {layer.inputs[i].id} has no incoming edge",
+                        broken = graph.broken_inputs.get((layer.id, i))
+                        why = "no incoming edge" if broken is None else \
+                            f"no working edge: its edge (line {broken}) comes from nowhere"
+                        diags.error("E-INPUT-UNCONNECTED", f"input port {layer.inputs[i].id} has {why}",
                                     layer=layer.ref, line=layer.inputs[i].line)
             op_type = layer.op_type
             if op_type == "Parameter" and layer.inputs:
@@ -335,13 +338,17 @@ def infer_node(node: Node, in_types: list[TensorType], shown: list[TensorType] |
     """
     op = node.op
     out = op.infer(in_types if shown is None else shown)
-    if op.foldable and in_types and all(t.value is not None for t in in_types) \
-            and all(is_static(t.shape) and int(np.prod(t.shape)) <= FOLD_LIMIT for t in out):
-        values = op.run(*[t.value for t in in_types])
-        if not isinstance(values, tuple):
-            values = (values,)
-        for t, v in zip(out, values):
-            t.value = v
+    if not op.foldable or not in_types:
+        return out
+    if all(t.value is not None for t in in_types):
+        if all(is_static(t.shape) and int(np.prod(t.shape)) <= FOLD_LIMIT for t in out):
+            values = op.run(*[t.value for t in in_types])
+            if not isinstance(values, tuple):
+                values = (values,)
+            for t, v in zip(out, values):
+                t.value = v
+    elif op.spec.type in partial_values.RULES:
+        partial_values.propagate(op, in_types, out)
     return out
 
 
@@ -388,7 +395,8 @@ def _may_share(node: Node, in_types: list[TensorType], memo: dict | None) -> boo
 def _memo_key(node: Node, in_types: list[TensorType]) -> tuple:
     key = [node.signature, len(node.layer.outputs)]
     for t in in_types:
-        key += (t.shape, t.etype.name, t.value is not None)
+        # (a value known in part is part of the key: shape functions read it)
+        key += (t.shape, t.etype.name, t.value is not None if t.partial is None else t.partial)
     return tuple(key)
 
 
@@ -410,7 +418,7 @@ def _infer_and_remember(node: Node, in_types: list[TensorType], memo: dict, key:
                         by_value: bool) -> list[TensorType]:
     op = node.op
     before = dict(vars(op))
-    shown = [t if t.value is None else _WatchedValue(t.shape, t.etype, t.value, t.notes) for t in in_types]
+    shown = [t if t.value is None else _WatchedValue(t.shape, t.etype, t.value, t.notes, t.partial) for t in in_types]
     out = list(infer_node(node, in_types, shown))
     shareable = True
     for i, t in enumerate(out):
@@ -430,7 +438,7 @@ def _infer_and_remember(node: Node, in_types: list[TensorType], memo: dict, key:
     kept = {k: v for k, v in after.items() if before.get(k, _MISSING) is not v}
     if (not shareable or len(after) != len(before) + sum(k not in before for k in kept)
             or any(not isinstance(v, _KEEPABLE) for v in kept.values())
-            or any(t is None or t.value is not None for t in out)):
+            or any(t is None or t.value is not None or t.partial is not None for t in out)):
         memo[key] = _UNSHARED
     else:
         memo[key] = (tuple((t.shape, t.etype, t.notes) for t in out), kept or None)
@@ -518,7 +526,7 @@ def infer_types(document: IRDocument, nodes: dict[str, Node], order: list[str], 
                     and not node.bodies:   # (as `_may_share` and `_memo_key`)
                 key = [node.signature, len(outputs)]
                 for t in in_types:
-                    key += (t.shape, t.etype.name, t.value is not None)
+                    key += (t.shape, t.etype.name, t.value is not None if t.partial is None else t.partial)
                 found = memo.get(tuple(key))
             if type(found) is tuple:
                 shared, kept = found

@@ -112,6 +112,8 @@ class IRGraph:
     # layer id -> for each input, `sources` of it (None where nothing feeds it)
     producers: dict[str, list[tuple[str, int] | None]] = field(default_factory=dict)
     rt_info: RtInfo = ()            # the graph's own <rt_info> (a model's, or a body's)
+    # (layer id, input index) -> the line of the edge into it that names a missing layer or output port
+    broken_inputs: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @cached_property
     def graph(self) -> nx.MultiDiGraph:
@@ -449,32 +451,27 @@ class _Reader:
         """Resolve each edge's ports to their positions; `sources` maps every fed input to its producer."""
         sources: dict[tuple[str, int], tuple[str, int]] = {}
         producers = {lid: [None] * len(layer.inputs) for lid, layer in layers.items()}
+        broken: dict[tuple[str, int], int] = {}
         find = layers.get
         for e in edges:
             src, dst = find(e.from_layer), find(e.to_layer)
-            if src is None or dst is None:
-                missing = e.from_layer if src is None else e.to_layer
-                self.diags.error("E-EDGE-LAYER", f"edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port} "
-                                 f"refers to missing layer {missing}", line=e.line)
-                continue
             out_index = in_index = None
-            port_id = e.from_port
-            for p in src.outputs:   # (inline: a big IR has 10^5 edges)
-                if p.id == port_id:
-                    out_index = p.index
-                    break
-            port_id = e.to_port
-            for p in dst.inputs:
-                if p.id == port_id:
-                    in_index = p.index
-                    break
-            if out_index is None:
-                self.diags.error("E-EDGE-PORT", f"edge from missing output port {e.from_port}",
-                                 layer=src.ref, line=e.line)
-                continue
-            if in_index is None:
-                self.diags.error("E-EDGE-PORT", f"edge into missing input port {e.to_port}",
-                                 layer=dst.ref, line=e.line)
+            if src is not None:
+                port_id = e.from_port
+                for p in src.outputs:   # (inline: a big IR has 10^5 edges)
+                    if p.id == port_id:
+                        out_index = p.index
+                        break
+            if dst is not None:
+                port_id = e.to_port
+                for p in dst.inputs:
+                    if p.id == port_id:
+                        in_index = p.index
+                        break
+            if out_index is None or in_index is None:
+                self._report_broken_edge(e, src, dst, out_index, in_index)
+                if in_index is not None:
+                    broken[(e.to_layer, in_index)] = e.line   # unfed, through an edge that goes nowhere
                 continue
             fed = (e.to_layer, in_index)
             if fed in sources:
@@ -483,7 +480,42 @@ class _Reader:
                 continue
             sources[fed] = producers[e.to_layer][in_index] = (e.from_layer, out_index)
             e.out_index, e.in_index = out_index, in_index
-        return IRGraph(layers, edges, sources, producers)
+        return IRGraph(layers, edges, sources, producers, broken_inputs=broken)
+
+    def _report_broken_edge(self, e: Edge, src: Layer | None, dst: Layer | None,
+                            out_index: int | None, in_index: int | None) -> None:
+        """An edge naming a layer or port that does not exist: which end, which id, and what the
+        other end is, so the reader can find it without the XML open."""
+        written = (f'edge from-layer="{e.from_layer}" from-port="{e.from_port}" to-layer="{e.to_layer}" '
+                   f'to-port="{e.to_port}" (line {e.line}'
+                   + (f", in the sub-graph {self.scope[:-1]})" if self.scope else ")"))
+        if src is None or dst is None:
+            missing = [f"{end} {lid}" for end, lid, layer in (("from-layer", e.from_layer, src),
+                                                               ("to-layer", e.to_layer, dst)) if layer is None]
+            said = f"{' and '.join(missing)} {'does' if len(missing) == 1 else 'do'} not exist"
+            if src is not None:
+                said += f"; the edge comes from {_port_phrase(src, 'output', e.from_port, out_index)}"
+            elif dst is not None:
+                said += f"; the edge was to feed {_port_phrase(dst, 'input', e.to_port, in_index)}"
+            self.diags.error("E-EDGE-LAYER", f"{written}: {said}", line=e.line)
+            return
+        if out_index is None:
+            self.diags.error("E-EDGE-PORT", f"{written}: layer {src.ref.id} has no output port {e.from_port} "
+                             f"({_ports_list(src.outputs, 'output')})", layer=src.ref, line=e.line)
+        if in_index is None:
+            self.diags.error("E-EDGE-PORT", f"{written}: layer {dst.ref.id} has no input port {e.to_port} "
+                             f"({_ports_list(dst.inputs, 'input')})", layer=dst.ref, line=e.line)
+
+
+def _ports_list(ports, kind: str) -> str:
+    if not ports:
+        return f"it has no {kind} ports"
+    return f"its {kind} ports: {', '.join(p.id for p in ports)}"
+
+
+def _port_phrase(layer: Layer, kind: str, port_id: str, index: int | None) -> str:
+    where = f"{kind} port {port_id} of {layer.ref.describe()}"
+    return where if index is not None else f"{where}, which has no such port ({_ports_list(getattr(layer, kind + 's'), kind)})"
 
 
 # A layer with no other parts than these has no sub-graph.

@@ -652,8 +652,10 @@ class Report:
         return [d.code for d in self.diagnostics]
 
 
-def validate(path: str | Path) -> Report:
-    """Check an IR file; never raises for a defect in the model."""
+def validate(path: str | Path, *, strict: bool = False) -> Report:
+    """Check an IR file; never raises for a defect in the model.
+
+    `strict`: every warning is reported as an error (W-ATTR-DEFAULTED, W-DEAD-LAYER, ...)."""
     file = str(path)
     try:
         # The collector stays off until the analysis is freed too: turned on while
@@ -673,4 +675,7 @@ def validate(path: str | Path) -> Report:
         return Report(file, [Diagnostic("error", "E-INTERNAL", f"irrun could not check this file: "
                                         f"{type(exc).__name__}: {exc}", file)])
     diagnostics.sort(key=lambda d: (d.line or 0))
+    if strict:
+        for d in diagnostics:
+            d.severity = "error"
     return Report(file, diagnostics)

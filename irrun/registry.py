@@ -36,6 +36,9 @@ class TensorType:
     etype: ElementType
     value: np.ndarray | None = None       # known before running (Const, folded shapes)
     notes: dict[int, str] | None = None   # per-dim arithmetic, quoted in diagnostics
+    # Without a value, what is known of each element of a small integer tensor computed from
+    # dynamic dims: an int, or a Dim interval (see irrun/partial_values.py).
+    partial: tuple | None = None
 
     def like(self, shape: Shape | None = ..., etype: ElementType | None = None) -> "TensorType":
         return TensorType(self.shape if shape is ... else shape, etype or self.etype)

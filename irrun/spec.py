@@ -12,9 +12,16 @@ schema.  It is the single source for attribute parsing, attribute diagnostics,
     outputs = ["output"]
     [v1.attributes]
     kernel = { type = "ints", required = true, min = 1, length = "spatial" }
+    pads_begin = { type = "ints", required = true, default = [], missing = "no padding" }
     [v14]
     extends = "v1"                  # inherit, then override attributes
     legacy = ["output_padding"]     # attributes old tools wrote and OpenVINO ignores (not inherited)
+
+`required = true`: OpenVINO's op spec requires the attribute.  With no `default`,
+OpenVINO's IR reader refuses a layer without it, and so does irrun (E-ATTR-MISSING).
+With a `default`, the reader silently uses that value (the op's constructed default):
+irrun runs with it too and `validate` warns (W-ATTR-DEFAULTED).  `missing` says what
+the default means where its text alone does not ("every stride 1" for an empty list).
 """
 from __future__ import annotations
 
@@ -52,6 +59,12 @@ class AttrSpec:
     min: float | None = None                  # every number >= min
     length: str | int | None = None           # "spatial", or a fixed count
     doc: str = ""
+    missing: str = ""                         # what the default means (see the module docstring)
+
+    @property
+    def defaulted(self) -> bool:
+        """Required by the op spec, but OpenVINO's reader fills in a default when it is absent."""
+        return self.required and self.default is not None
 
     @property
     def py_name(self) -> str:
@@ -156,7 +169,8 @@ def _load_spec_file(path: Path) -> dict[int, VersionSpec]:
             attrs[name] = AttrSpec(name=name, type=a["type"], required=a.get("required", False),
                                    default=a.get("default"),
                                    values=tuple(a["values"]) if "values" in a else None,
-                                   min=a.get("min"), length=a.get("length"), doc=a.get("doc", ""))
+                                   min=a.get("min"), length=a.get("length"), doc=a.get("doc", ""),
+                                   missing=a.get("missing", ""))
         v = int(key[1:])
         versions[v] = VersionSpec(type=type_name, version=v, category=doc.get("category", "misc"),
                                   inputs=_ports(table.get("inputs", [])),
@@ -450,6 +464,17 @@ def _default(spec: AttrSpec):
     return spec.default
 
 
+def _missing(a: AttrSpec) -> AttrProblem:
+    """A required attribute that is absent: an error, unless OpenVINO's reader fills it in."""
+    name = a.name
+    if not a.defaulted:
+        return AttrProblem("E-ATTR-MISSING", name, f'missing required attribute "{name}"')
+    meaning = f" ({a.missing})" if a.missing else ""
+    return AttrProblem("W-ATTR-DEFAULTED", name,
+                       f'missing required attribute "{name}": OpenVINO reads the layer with the default '
+                       f'{name}="{format_value(a, _default(a))}"{meaning}, and so does irrun', "warning")
+
+
 def _parse_value(a: AttrSpec, text: str) -> tuple[Any, list[AttrProblem]]:
     """One attribute's value (its default when unreadable) and what is wrong with it."""
     name = a.name
@@ -485,7 +510,7 @@ def parse_attrs(spec: VersionSpec, raw: dict[str, str],
         text = raw.get(name)
         if text is None:
             if a.required:
-                problems.append(AttrProblem("E-ATTR-MISSING", name, f'missing required attribute "{name}"'))
+                problems.append(_missing(a))
             values[name] = _default(a)
             continue
         if a.type == "int" and text.isdecimal() and (a.min is None or int(text) >= a.min):
@@ -519,7 +544,7 @@ def check_spatial_lengths(spec: VersionSpec, attrs: Attrs, spatial_rank: int) ->
     for a in spec.spatial_attributes:
         name, value = a.name, attrs.get(a.name)
         if value is not None and len(value) not in (spatial_rank,) \
-                and not (len(value) == 0 and not a.required):
+                and not (len(value) == 0 and (a.defaulted or not a.required)):
             problems.append(AttrProblem("E-ATTR-LENGTH", name,
                                         f"attribute {name} has {len(value)} values for {spatial_rank} spatial "
                                         f"dimension{'s' if spatial_rank != 1 else ''}"))

@@ -808,13 +808,13 @@ def test_ed_roi_feature_extractor_f16(tmp_path):
      dict(post_nms_count=5)),
     ("ExperimentalDetectronGenerateProposalsSingleImage", (None, None, None, None), dict(post_nms_count=7)),
     ("ExperimentalDetectronDetectionOutput", ([10, 4], [10, 12], [10, 3], [1, 3]),
-     dict(num_classes=3, max_detections_per_image=7)),
+     dict(num_classes=3, max_detections_per_image=7, deltas_weights=[10.0, 10.0, 5.0, 5.0])),
     ("ExperimentalDetectronDetectionOutput", ([-1, 4], [-1, -1], [-1, -1], [1, 3]),
-     dict(num_classes=3, max_detections_per_image=7)),
+     dict(num_classes=3, max_detections_per_image=7, deltas_weights=[10.0, 10.0, 5.0, 5.0])),
     ("ExperimentalDetectronDetectionOutput", ([10, 4], [10, 12], [10, 4], [1, 3]),
-     dict(num_classes=3, max_detections_per_image=7)),
+     dict(num_classes=3, max_detections_per_image=7, deltas_weights=[10.0, 10.0, 5.0, 5.0])),
     ("ExperimentalDetectronDetectionOutput", ([10, 4], [9, 12], [10, 3], [1, 3]),
-     dict(num_classes=3, max_detections_per_image=7)),
+     dict(num_classes=3, max_detections_per_image=7, deltas_weights=[10.0, 10.0, 5.0, 5.0])),
 ])
 def test_ed_shape_functions(type_name, inputs, attrs):
     check_shape_function(lambda *a: ed_node(type_name, a, attrs), type_name, 6, attrs, [param(s) for s in inputs],

@@ -333,8 +333,8 @@ def test_sequence_compressed_weights(tmp_path):
 
 def test_sequence_matches_cell_steps():
     """Hand check: a forward sequence is its cell applied step by step; the row of length 2 stops there."""
-    seq = make_op("GRUSequence", 5, {"direction": "forward", "activations": "sigmoid,tanh"})
-    cell = make_op("GRUCell", 3, {})
+    seq = make_op("GRUSequence", 5, {"direction": "forward", "hidden_size": "4", "activations": "sigmoid,tanh"})
+    cell = make_op("GRUCell", 3, {"hidden_size": "4"})
     x, h = sample([2, 3, 2]), sample([2, 1, 4])
     w, r, b = sample([1, 12, 2]), sample([1, 12, 4]), sample([1, 12])
     y, ho = seq.run(x, h, np.array([3, 2]), w, r, b)
@@ -409,8 +409,7 @@ def test_cell_shape_function_matches_openvino(kind, version, shapes, lbr):
     attrs = attributes(kind, 4, lbr=lbr)
     expected = ov_shapes(f"{kind}Cell", CELL_OPSET[kind, version], shapes, attrs, [np.float32] * len(shapes))
     raw = {"linear_before_reset": str(lbr).lower()} if kind == "GRU" else {}
-    if version == 1 and kind == "LSTM":
-        raw["hidden_size"] = "4"
+    raw["hidden_size"] = "4"
     got = irrun_shapes(f"{kind}Cell", version, shapes, raw, [np.float32] * len(shapes))
     if isinstance(expected, str):
         assert isinstance(got, ShapeError), f"OpenVINO refuses ({expected.splitlines()[-1]}), irrun gives {got}"
@@ -444,8 +443,8 @@ def test_sequence_shape_function_matches_openvino(kind, direction, shapes):
     types = [np.float32] * len(shapes)
     types[2 if kind != "LSTM" else 3] = np.int32
     expected = ov_shapes(f"{kind}Sequence", "opset5", shapes, attrs, types)
-    got = irrun_shapes(f"{kind}Sequence", 5, shapes, {"direction": direction, "activations": ",".join(attrs["activations"])},
-                       types)
+    got = irrun_shapes(f"{kind}Sequence", 5, shapes, {"direction": direction, "hidden_size": "4",
+                                                     "activations": ",".join(attrs["activations"])}, types)
     if isinstance(expected, str):
         assert isinstance(got, ShapeError), f"OpenVINO refuses ({expected.splitlines()[-1]}), irrun gives {got}"
     else:
@@ -456,7 +455,7 @@ def test_mixed_element_types_refused():
     types = [np.float32, np.float32, np.float16, np.float32, np.float32]
     shapes = [[2, 3], [2, 4], [4, 3], [4, 4], [4]]
     assert isinstance(ov_shapes("RNNCell", "opset3", shapes, attributes("RNN", 4), types), str)
-    got = irrun_shapes("RNNCell", 1, shapes, {}, types)
+    got = irrun_shapes("RNNCell", 1, shapes, {"hidden_size": "4"}, types)
     assert isinstance(got, ShapeError) and "element types differ (W is f16, expected f32)" in got.message
 
 

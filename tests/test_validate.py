@@ -143,6 +143,18 @@ def missing_attribute(root):
     del _layer(root, "pool").find("data").attrib["kernel"]
 
 
+def conv_without_strides(root):
+    del _layer(root, "conv").find("data").attrib["strides"]
+
+
+def pool_without_pads_begin(root):
+    del _layer(root, "pool").find("data").attrib["pads_begin"]
+
+
+def reshape_without_special_zero(root):
+    del _layer(root, "flat").find("data").attrib["special_zero"]
+
+
 def malformed_attribute(root):
     _layer(root, "pool").find("data").set("kernel", "a,b")
 
@@ -246,6 +258,9 @@ MUTATIONS = [
     (extra_input, "E-OP-INPUTS", "relu", True),
     (unknown_attribute, "W-ATTR-UNKNOWN", "pool", False),
     (missing_attribute, "E-ATTR-MISSING", "pool", True),
+    (conv_without_strides, "W-ATTR-DEFAULTED", "conv", False),
+    (pool_without_pads_begin, "W-ATTR-DEFAULTED", "pool", False),
+    (reshape_without_special_zero, "W-ATTR-DEFAULTED", "flat", False),
     (malformed_attribute, "E-ATTR-VALUE", "pool", True),
     (zero_stride, "E-ATTR-RANGE", "pool", True),
     (wrong_length, "E-ATTR-LENGTH", "pool", True),
@@ -322,3 +337,105 @@ def test_sorted_by_line_and_json_fields(base, tmp_path):
     doc = report.diagnostics[0].to_json()
     assert set(doc) == {"file", "line", "severity", "code", "layer_id", "name", "type", "version", "port",
                         "message", "declared", "inferred"}
+
+
+# ---------------------------------------------------------------- edges that name what does not exist
+
+def _edge_line(xml: Path, **ends) -> int:
+    for e in etree.parse(str(xml)).getroot().iter("edge"):
+        if all(e.get(k.replace("_", "-")) == v for k, v in ends.items()):
+            return e.sourceline
+    raise AssertionError(ends)
+
+
+def _to_missing_layer(root):
+    _edge_into(root, _layer(root, "relu").get("id")).set("to-layer", "998")
+
+
+def _both_ends_missing(root):
+    e = _edge_into(root, _layer(root, "relu").get("id"))
+    e.set("from-layer", "999")
+    e.set("to-layer", "998")
+
+
+def _from_missing_port(root):
+    _edge_into(root, _layer(root, "relu").get("id")).set("from-port", "42")
+
+
+# mutation, the edge's ends after it, code, what the message must say, the layer it names (None: none)
+BROKEN_EDGES = [
+    (edge_from_missing_layer, {"from_layer": "999"}, "E-EDGE-LAYER",
+     ["from-layer 999 does not exist", 'feed input port 0 of layer 7 "relu"'], None),
+    (_to_missing_layer, {"to_layer": "998"}, "E-EDGE-LAYER",
+     ["to-layer 998 does not exist", 'comes from output port 2 of layer 6 "bias"'], None),
+    (_both_ends_missing, {"from_layer": "999", "to_layer": "998"}, "E-EDGE-LAYER",
+     ["from-layer 999 and to-layer 998 do not exist"], None),
+    (edge_to_missing_port, {"to_port": "77"}, "E-EDGE-PORT", ["no input port 77", "its input ports: 0"], "relu"),
+    (_from_missing_port, {"from_port": "42"}, "E-EDGE-PORT", ["no output port 42", "its output ports: 2"], "bias"),
+]
+
+
+@pytest.mark.parametrize("mutation, ends, code, says, layer_name", BROKEN_EDGES,
+                         ids=[m[0].__name__.strip("_") for m in BROKEN_EDGES])
+def test_a_broken_edge_names_the_missing_end_and_its_line(base, tmp_path, mutation, ends, code, says, layer_name):
+    xml = mutated_copy(base, tmp_path, mutation)
+    line = _edge_line(xml, **ends)
+    report = irrun.validate(xml)
+    hits = [d for d in report.diagnostics if d.code == code]
+    assert len(hits) == 1, "\n".join(d.format() for d in report)
+    hit = hits[0]
+    assert hit.line == line and f"(line {line})" in hit.message, hit.format()
+    for text in says:
+        assert text in hit.message, hit.format()
+    assert (hit.layer.name if hit.layer else None) == layer_name
+    # The port the broken edge was to feed is unfed, and says which edge it has.
+    if "from_layer" in ends and "to_layer" not in ends or "from_port" in ends:
+        unfed = [d for d in report.diagnostics if d.code == "E-INPUT-UNCONNECTED"]
+        assert len(unfed) == 1 and f"its edge (line {line}) comes from nowhere" in unfed[0].message, \
+            "\n".join(d.format() for d in report)
+    assert _openvino_rejects(xml)
+    with pytest.raises(irrun.ModelError) as raised:
+        irrun.load(xml)
+    assert raised.value.code == code and says[0] in str(raised.value)
+
+
+def test_a_broken_edge_inside_a_loop_body_names_the_body(tmp_path):
+    import openvino.opset13 as ops13
+    x = ops13.parameter([2, 3], ov.Type.f32, name="x")
+    body_in = ops13.parameter([2, 3], ov.Type.f32)
+    body_out = ops13.relu(body_in)
+    body = ov.Model([ops13.result(body_out), ops13.result(ops13.constant(True))], [body_in])
+    loop = ops13.loop(ops13.constant(np.int64(2)), ops13.constant(True))
+    loop.set_function(body)
+    loop.set_special_body_ports([-1, 1])
+    loop.set_merged_input(body_in, x.output(0), body_out.output(0))
+    out = loop.get_iter_value(body_out.output(0), -1)
+    xml = tmp_path / "loop.xml"
+    ov.save_model(ov.Model([ops13.result(out)], [x]), str(xml))
+    tree = etree.parse(str(xml))
+    loop_layer = _layer_of_type(tree.getroot(), "Loop")
+    body_edge = loop_layer.find("body/edges/edge")
+    body_edge.set("from-layer", "777")
+    tree.write(str(xml))
+    report = irrun.validate(xml)
+    hits = [d for d in report.diagnostics if d.code == "E-EDGE-LAYER"]
+    assert len(hits) == 1 and "from-layer 777 does not exist" in hits[0].message, \
+        "\n".join(d.format() for d in report)
+    assert hits[0].line == _edge_line(xml, from_layer="777")
+    assert f"in the sub-graph {loop_layer.get('id')}" in hits[0].message
+
+
+def test_strict_makes_a_defaulted_attribute_an_error(base, tmp_path):
+    """`validate --strict`: the warning is reported as an error and the command fails."""
+    from click.testing import CliRunner
+    from irrun.cli import cli
+    xml = mutated_copy(base, tmp_path, conv_without_strides)
+    assert irrun.validate(xml).ok
+    report = irrun.validate(xml, strict=True)
+    assert [(d.severity, d.code) for d in report] == [("error", "W-ATTR-DEFAULTED")]
+    warned = report.diagnostics[0]
+    assert warned.layer.name == "conv" and 'strides=""' in warned.message and "every stride 1" in warned.message
+    loose = CliRunner().invoke(cli, ["validate", str(xml)])
+    strict = CliRunner().invoke(cli, ["validate", "--strict", str(xml)])
+    assert loose.exit_code == 0 and "warning W-ATTR-DEFAULTED" in loose.output
+    assert strict.exit_code == 1 and "error W-ATTR-DEFAULTED" in strict.output and "1 error, 0 warnings" in strict.output

@@ -18,7 +18,7 @@ def _plural(n: int, word: str) -> str:
 @cli.command(name="validate")
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--strict", is_flag=True, help="Treat warnings as errors.")
+@click.option("--strict", is_flag=True, help="Report every warning as an error (exit 1).")
 @click.option("--fix", is_flag=True, help="Rewrite wrong declared dims and precisions, drop dangling edges and dead "
                                           "layers, and write the result to -o; refuse (exit 1, nothing written) when "
                                           "a defect has no safe repair.")
@@ -31,7 +31,7 @@ def validate_cmd(model, fmt, strict, fix, output, force):
         if not (fix and output):
             raise UsageError("--fix and -o FIXED.xml go together (--force only with them)")
         _fix(model, output, fmt, strict, force)
-    report = validate(model)
+    report = validate(model, strict=strict)
     if fmt == "json":
         click.echo(json.dumps([d.to_json() for d in report.diagnostics], indent=2))
     else:

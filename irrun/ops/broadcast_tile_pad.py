@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import etypes
+from .. import etypes, partial_values
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import (
@@ -110,6 +110,9 @@ class Broadcast(Op):
             axes = index_input(inputs[2], "axes_mapping")
             if is_static(inputs[2].shape) and inputs[2].rank == 1:
                 _check_axes_count(data.shape, inputs[2].shape[0])
+        if target is None and target_t.partial is not None:
+            dims = partial_values.as_dims(target_t, "the Broadcast target shape")
+            return [data.like(self._shape(mode, data.shape, dims, axes))]
         if target is None:
             length = vector_length(target_t)
             if not isinstance(length, int):
@@ -152,9 +155,10 @@ class Broadcast(Op):
 
 # ---------------------------------------------------------------- Tile
 
-def tile_shape(shape: Shape, repeats: list[int]) -> tuple[tuple, dict[int, str]]:
+def tile_shape(shape: Shape, repeats: list[DimLike]) -> tuple[tuple, dict[int, str]]:
     """Output shape of Tile: the shorter of shape and repeats is padded with leading 1s; negative repeats are 0."""
-    repeats = [max(r, 0) for r in repeats]
+    # (a repeat known only as an interval comes from a value known in part: irrun/partial_values.py)
+    repeats = [max(r, 0) if isinstance(r, int) else make_dim(r.lo, r.hi) for r in repeats]
     rank = max(len(shape), len(repeats))
     shape = (1,) * (rank - len(shape)) + tuple(shape)
     repeats = [1] * (rank - len(repeats)) + repeats
@@ -168,6 +172,8 @@ class Tile(Op):
     def infer(self, inputs):
         data, repeats_t = inputs
         repeats = index_input(repeats_t, "Tile repeats")
+        if repeats is None:
+            repeats = partial_values.elements(repeats_t)
         length = vector_length(repeats_t)
         if data.shape is None:
             return [data.like(None)]
@@ -199,12 +205,24 @@ def pad_shape(shape: Shape, begins: list[int], ends: list[int], mode: str) -> tu
                              f"{len(shape)}")
     out, notes = [], {}
     for i, (d, b, e) in enumerate(zip(shape, begins, ends)):
+        if not (isinstance(b, int) and isinstance(e, int)):   # pads known as intervals
+            out.append(_padded_by_interval(d, b, e))
+            notes[i] = f"{b} + {d} + {e} = {out[i]}"
+            continue
         if isinstance(d, int):
             _check_pad_mode(mode, d, b, e, i)
         out.append(d if b == e == 0 else _padded_dim(d, b + e))
         if b or e:
             notes[i] = f"{b} + {d} + {e} = {out[i]}"
     return tuple(out), notes
+
+
+def _padded_by_interval(d: DimLike, begin, end) -> DimLike:
+    lo, hi = dim_bounds(d)
+    for pad in (begin, end):
+        p_lo, p_hi = (pad, pad) if isinstance(pad, int) else (pad.lo, pad.hi)
+        lo, hi = lo + p_lo, None if hi is None or p_hi is None else hi + p_hi
+    return make_dim(max(lo, 0), hi)
 
 
 def _check_pad_mode(mode: str, dim: int, begin: int, end: int, axis: int) -> None:
@@ -232,6 +250,8 @@ class Pad(Op):
                 raise ShapeError(f"pad_value must be a scalar, got shape {format_shape(value.shape)}")
         begins = index_input(begins_t, "pads_begin")
         ends = index_input(ends_t, "pads_end")
+        if (begins is None or ends is None) and (begins_t.partial is not None or ends_t.partial is not None):
+            begins, ends = partial_values.elements(begins_t), partial_values.elements(ends_t)
         if data.shape is None:
             return [data.like(None)]
         if begins is None or ends is None:

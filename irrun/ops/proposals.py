@@ -115,6 +115,11 @@ class Proposal(Op):
         batches, channels, h, w = probs.shape
         anchors = _proposal_anchors(a)
         count = channels // 2
+        if not len(anchors):   # no ratio or no scale (what OpenVINO reads a missing one as): no proposals
+            rois = np.zeros((batches, a.post_nms_topn, 5), np.float32)
+            rois[:, 0, 0] = -1
+            rois = rois.reshape(-1, 5).astype(dtype)
+            return rois if self.version == 1 else (rois, np.zeros(len(rois), dtype))
         offset = np.float32(0 if tensorflow else 1)
         stride = np.float32(a.feat_stride)
         ys, xs = np.meshgrid(np.arange(h, dtype=np.float32), np.arange(w, dtype=np.float32), indexing="ij")

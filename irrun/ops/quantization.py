@@ -93,12 +93,14 @@ def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def fake_quantize(x, in_low, in_high, out_low, out_high, levels: int) -> np.ndarray:
     """The reference formula on arrays that broadcast against x; returns x's dtype."""
-    steps = np.asarray(levels - 1).astype(x.dtype)
+    # levels is a size_t in OpenVINO: levels 0 (what its reader takes a missing attribute as) makes
+    # levels - 1 the largest 64-bit value, and the snapping vanishes (the map is linear).
+    steps = np.asarray((levels - 1) % (1 << 64)).astype(x.dtype)
     with np.errstate(all="ignore"):   # in_low == in_high divides by zero, as in C++
         if x.dtype.kind in "iu":
             # C++: the fraction is an integer division; nearbyint then promotes to double.
             wide = [a.astype(np.int64) for a in (x, in_low, in_high, out_low, out_high)]
-            k = _trunc_div(wide[0] - wide[1], wide[2] - wide[1]) * int(steps)
+            k = _trunc_div(wide[0] - wide[1], wide[2] - wide[1]) * float(steps)
             q = np.rint(k.astype(np.float64)) / float(steps) * (wide[4] - wide[3]) + wide[3]
             q = convert_array(q, from_dtype(x.dtype))
         else:

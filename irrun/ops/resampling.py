@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .. import etypes
+from .. import etypes, partial_values
 from ..errors import ShapeError, UnsupportedError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, Shape, dim_map, dim_merge, dims_compatible, format_shape, is_static_dim
@@ -365,7 +365,7 @@ def resized_shape(data: Shape, pads_begin, pads_end, axes: list[int] | None, tar
             if is_static_dim(padded):
                 notes[axis] = f"floor({padded} * {targets[i]:g}) = {out[axis]}"
         else:
-            if targets[i] < 0:
+            if is_static_dim(targets[i]) and targets[i] < 0:
                 raise ShapeError(f"sizes[{i}] = {targets[i]} is negative")
             out[axis] = targets[i]
             notes[axis] = f"sizes[{i}] = {targets[i]}"
@@ -429,6 +429,8 @@ class _InterpolateWithInputs(_Interpolate):
         if self.attrs.mode in _PILLOW and axes is not None and len(axes) != 2:
             raise ShapeError(f"{self.attrs.mode} resizes exactly two axes, got axes {axes}")
         targets = _known_values(target, float if self.use_scales else int)
+        if targets is None and not self.use_scales and target.partial is not None:
+            targets = list(partial_values.as_dims(target, "sizes"))
         shape, notes = resized_shape(data.shape, self.attrs.pads_begin, self.attrs.pads_end, axes, targets,
                                      self.use_scales)
         return [TensorType(shape, data.etype, notes=notes or None)]
@@ -491,6 +493,8 @@ class Interpolate1(_Interpolate):
         _check_axes(axes, data.rank)
         self._check_pads(data.rank, axes)
         sizes = _known_values(target, int)
+        if sizes is None and target.partial is not None:
+            sizes = list(partial_values.as_dims(target, "target_spatial_shape"))
         if sizes is not None and len(sizes) < len(axes):
             raise ShapeError(f"target_spatial_shape has {len(sizes)} values for axes {axes}")
         out = list(data.shape)

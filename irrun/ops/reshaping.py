@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import etypes
+from .. import etypes, partial_values
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import (
@@ -101,6 +101,10 @@ class Reshape(ShapeRelabel):
         data, target = inputs
         check_vector(target, "the target shape", allow_scalar=False)
         pattern = int_values(target, "the target shape", allow_float=False)
+        if pattern is None and target.partial is not None:
+            shape = partial_values.reshape_from_bounds(data.shape, partial_values.bounds(target),
+                                                       self.attrs.special_zero)
+            return [data.like(shape)]
         if pattern is None:
             length = vector_length(target)
             shape = (ANY,) * length if isinstance(length, int) else None

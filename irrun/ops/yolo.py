@@ -46,6 +46,10 @@ class RegionYolo(Op):
         if data.shape is None:
             return [TensorType(None, data.etype)]
         a = self.attrs
+        if a.do_softmax and a.num <= 0:
+            # (0 is what OpenVINO's reader takes a missing num as; its CPU plugin then divides by it)
+            raise ShapeError(f"num={a.num}: with do_softmax the layer has num regions per cell, so num must be "
+                             f"at least 1")
         if not a.do_softmax:
             channels = self.entry * len(a.mask)
             why = f"(coords {a.coords} + classes {a.classes} + 1) * {len(a.mask)} mask entries"
