@@ -113,3 +113,13 @@ def test_there_are_spec_examples():
     assert {f"avgpool1-example{i}.xml" for i in range(1, 6)} <= names
     assert any(n.startswith("adaptiveavgpool8") for n in names)
     assert any(n.startswith("groupconvbackprop1") for n in names)
+
+
+def test_every_package_is_installed():
+    """pyproject lists irrun's packages by hand (irrun.specs maps onto specs/): a new package
+    left out would be missing from a non-editable install, as CI's is."""
+    import tomllib
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {str(p.parent.relative_to(root)).replace("/", ".") for p in (root / "irrun").rglob("__init__.py")}
+    assert on_disk | {"irrun.specs"} == listed
