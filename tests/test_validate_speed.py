@@ -17,7 +17,7 @@ import openvino.opset8 as ops8
 import pytest
 
 import irrun
-from irrun import analysis, ir
+from irrun import analysis, ir, ir_fastpath
 from irrun.model import _document_and_analysis
 from irxml import edge, layer, net, port, write
 
@@ -97,7 +97,7 @@ def _outcome(xml: Path) -> tuple:
 def _both_paths(xml: Path, monkeypatch) -> tuple[tuple, tuple, bool]:
     """(fast path outcome, general path outcome, whether the fast path read the file)."""
     taken = []
-    fast = ir._parse_fast
+    fast = ir_fastpath.parse_fast
 
     def watched(data, reader):
         result = fast(data, reader)
@@ -105,10 +105,10 @@ def _both_paths(xml: Path, monkeypatch) -> tuple[tuple, tuple, bool]:
         return result
 
     with monkeypatch.context() as m:
-        m.setattr(ir, "_parse_fast", watched)
+        m.setattr(ir_fastpath, "parse_fast", watched)
         quick = _outcome(xml)
     with monkeypatch.context() as m:
-        m.setattr(ir, "_parse_fast", lambda data, reader: None)
+        m.setattr(ir_fastpath, "parse_fast", lambda data, reader: None)
         general = _outcome(xml)
     return quick, general, taken[0]
 
@@ -176,7 +176,7 @@ EDITS = {
 
 @pytest.mark.parametrize("source", ["benchmark", "saved"])
 @pytest.mark.parametrize("edit", list(EDITS))
-@pytest.mark.parametrize("compile_after", [1, ir._COMPILE_AFTER])
+@pytest.mark.parametrize("compile_after", [1, ir_fastpath._COMPILE_AFTER])
 def test_the_fast_path_reads_what_the_general_path_reads(tmp_path, monkeypatch, source, edit, compile_after):
     if source == "benchmark":
         xml = tmp_path / "bench.xml"
@@ -185,7 +185,7 @@ def test_the_fast_path_reads_what_the_general_path_reads(tmp_path, monkeypatch, 
         xml = _saved_model(tmp_path)
     change, fast_expected = EDITS[edit]
     xml.write_bytes(change(xml.read_text()).encode())
-    monkeypatch.setattr(ir, "_COMPILE_AFTER", compile_after)   # straight-line builders, or interpreted plans
+    monkeypatch.setattr(ir_fastpath, "_COMPILE_AFTER", compile_after)   # straight-line builders, or interpreted plans
 
     quick, general, fast_taken = _both_paths(xml, monkeypatch)
 
@@ -205,7 +205,7 @@ def test_an_ir_of_mostly_distinct_layers_takes_the_general_path(tmp_path, monkey
                    layer(o, f"o{k}", "Result", inputs=[port(0, (1, k))])]
         edges += [edge(p, 0, r, 0), edge(r, 1, o, 0)]
     xml = write(tmp_path, net(layers, edges))
-    monkeypatch.setattr(ir, "_FEW_FORMS", 50)
+    monkeypatch.setattr(ir_fastpath, "_FEW_FORMS", 50)
     quick, general, fast_taken = _both_paths(xml, monkeypatch)
     assert quick == general and not fast_taken
     assert quick[1] == []
