@@ -32,9 +32,15 @@ def _attr_text(op_type: str, name: str, value) -> str:
     return format_value(all_specs()[(op_type, 1)].attributes[name], value)
 
 
+def parameter_shape_text(shape) -> str:
+    """A Parameter's `shape` attribute as OpenVINO writes a PartialShape: `?,3,1..20,..8,2..`, `...` for
+    any rank."""
+    return _attr_text("Parameter", "shape", shape)
+
+
 def parameter_layer(layer_id: str, name: str, t: TensorType, names: tuple[str, ...]) -> Layer:
     """A Parameter of type `t` (its data shape keeps `t`'s bounds; its port, as every port, only -1)."""
-    data = {"shape": _attr_text("Parameter", "shape", t.shape),
+    data = {"shape": parameter_shape_text(t.shape),
             "element_type": _attr_text("Parameter", "element_type", t.etype)}
     return Layer(layer_id, name, "Parameter", "opset1", 0, data, None, [], [new_port(0, t, names)],
                  op_type="Parameter", op_version=1)
