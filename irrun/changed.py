@@ -1,0 +1,131 @@
+"""A loaded model as `reshape` and `add_outputs` left it, as a graph for the writer.
+
+What `openvino.save_model` writes after `Model.reshape` and `Model.add_outputs` (checked against
+OpenVINO 2026.4 in tests/test_save_changes.py):
+
+* After a reshape, each reshaped Parameter's `shape` is its new PartialShape (`?,3,1..20,16`),
+  and every port, inside bodies too, declares the dims inference gives it now (-1 for every
+  dynamic dim, intervals included; no dims for a dynamic rank).  A body Parameter's `shape`
+  is the shape its Loop or TensorIterator now gives it.  Layers, names, attributes and
+  edges stay as they were.
+* After add_outputs, each tensor asked for that no Result takes yet gets a Result of its own,
+  after the model's Results, in the order asked, each with the next free layer id (for an IR
+  OpenVINO wrote, the ids OpenVINO gives them).  Its `output_names` are the tensor's names;
+  a tensor without names is named by the key `add_outputs` returned for it (`relu:0`), on the
+  producer's port too, as OpenVINO names it after the new Result.  The edge into it goes after
+  the other edges from its producer (OpenVINO sorts edges by their source).  OpenVINO names
+  the Result `Result_<n>` by a process-wide counter; irrun names it `Result/<tensor name>`, the
+  friendly name irrun.openvino reports for it.
+
+A model neither reshaped nor extended is its document's graph, untouched (written byte for
+byte as it was read).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from .analysis import Analysis
+from .editing import (added_result_name, free_name, graph_of, inferred_port_types, openvino_order, parameter_shape_text,
+                      port_dims)
+from .ir import Edge, IRGraph, Layer, Port
+
+
+def current_graph(model) -> IRGraph:
+    """The graph of `model` (a loaded `irrun.Model` of IR v11) as it is now: with the dims inference gives
+    after a reshape, and a Result for each tensor `add_outputs` asked for."""
+    graph = reshaped_graph(model.analysis) if model._reshaped else model.document.graph
+    return with_added_results(graph, model._added) if model._added else graph
+
+
+def reshaped_graph(analysis: Analysis) -> IRGraph:
+    """The analysed graph with every port declaring its inferred dims, and each body Parameter its
+    inferred shape (bodies included).  Ports whose layer was not inferred keep theirs."""
+    graph = analysis.document.graph
+    layers = {}
+    for lid, layer in graph.layers.items():
+        node = analysis.nodes.get(lid)
+        if node is None or node.declared_only or node.malformed:
+            layers[lid] = layer
+            continue
+        input_types, output_types = inferred_port_types(node, analysis.nodes)
+        new = dataclasses.replace(layer, inputs=[_with_dims(p, t) for p, t in zip(layer.inputs, input_types)],
+                                  outputs=[_with_dims(p, t) for p, t in zip(layer.outputs, output_types)])
+        if layer.op_type == "Parameter" and layer.scope and output_types and output_types[0] is not None:
+            new.data = {**layer.data, "shape": parameter_shape_text(output_types[0].shape)}
+        if node.bodies:
+            new.bodies = {tag: reshaped_graph(body) for tag, body in node.bodies.items()}
+        layers[lid] = new
+    return IRGraph(layers, graph.edges, graph.sources, graph.producers, graph.rt_info)
+
+
+def _with_dims(port: Port, t) -> Port:
+    if t is None:
+        return port
+    dims = port_dims(t.shape)
+    return port if dims == port.dims else dataclasses.replace(port, dims=dims)
+
+
+def with_added_results(graph: IRGraph, added: dict[tuple[str, int], str]) -> IRGraph:
+    """`graph` with a Result for each tensor of `added` ((layer id, output index) -> its key) that no
+    Result takes yet; in OpenVINO's order if `graph` is written in it."""
+    layers = dict(graph.layers)
+    edges = list(graph.edges)
+    taken = {graph.sources.get((l.id, 0)) for l in graph.layers.values() if l.op_type == "Result"}
+    names_in_use = {l.name for l in graph.layers.values()}
+    ids = (str(i) for i in itertools.count(max((int(lid) for lid in layers if lid.lstrip("-").isdigit()),
+                                               default=-1) + 1))
+    for (lid, index), key in added.items():
+        if (lid, index) in taken:
+            continue
+        taken.add((lid, index))
+        producer = layers[lid]
+        port = producer.outputs[index]
+        names = port.names
+        if not names:
+            names = (key,)
+            outputs = list(producer.outputs)
+            outputs[index] = port = dataclasses.replace(port, names=names)
+            layers[lid] = producer = dataclasses.replace(producer, outputs=outputs)
+        result_id = next(i for i in ids if i not in layers)
+        name = free_name(added_result_name(names), names_in_use)
+        names_in_use.add(name)
+        layers[result_id] = Layer(result_id, name, "Result", "opset1", 0, {}, None,
+                                  [Port("0", 0, 0, port.precision, port.etype, port.dims)], [],
+                                  output_names=names, op_type="Result", op_version=1)
+        edges.append(Edge(lid, port.id, result_id, "0", 0))
+    extended = graph_of(layers, edges, graph.rt_info)
+    if list(graph.layers) == [str(i) for i in range(len(graph.layers))] and serializer_order(graph) == list(graph.layers):
+        return renumbered(extended, serializer_order(extended))
+    # (an IR OpenVINO did not write: its layers and edges stay as they are; the new edges go after
+    # the last edge from a layer written no later than their producer, as in a file sorted by source)
+    position = {lid: i for i, lid in enumerate(layers)}
+    kept = edges[:len(graph.edges)]
+    for e in edges[len(graph.edges):]:
+        at = max((i + 1 for i, k in enumerate(kept) if position.get(k.from_layer, -1) <= position[e.from_layer]),
+                 default=0)
+        kept.insert(at, e)
+    return graph_of(layers, kept, graph.rt_info)
+
+
+def serializer_order(graph: IRGraph) -> list[str] | None:
+    """The order OpenVINO's serializer writes the layers of `graph` in: the Parameters, the other layers in
+    OpenVINO's topological order (`get_ordered_ops` of a fresh model), the sinks (Assign), the Results;
+    None where a layer reaches no Result or Assign (OpenVINO would drop it)."""
+    of_type = {t: [lid for lid, l in graph.layers.items() if l.op_type == t] for t in ("Parameter", "Assign", "Result")}
+    ends = set().union(*of_type.values())
+    order = openvino_order(of_type["Result"] + of_type["Assign"] + of_type["Parameter"],
+                           lambda lid: [src[0] if src is not None else None for src in graph.producers.get(lid, ())])
+    if len(order) != len(graph.layers):
+        return None
+    return of_type["Parameter"] + [lid for lid in order if lid not in ends] + of_type["Assign"] + of_type["Result"]
+
+
+def renumbered(graph: IRGraph, order: list[str]) -> IRGraph:
+    """`graph` with its layers in `order`, their ids counted 0, 1, 2 ... and its edges sorted by their
+    source, as OpenVINO's serializer writes them (edges of one source keep their order)."""
+    new_id = {lid: str(i) for i, lid in enumerate(order)}
+    layers = {new_id[lid]: dataclasses.replace(graph.layers[lid], id=new_id[lid]) for lid in order}
+    edges = [dataclasses.replace(e, from_layer=new_id[e.from_layer], to_layer=new_id[e.to_layer]) for e in graph.edges]
+    edges.sort(key=lambda e: int(e.from_layer))
+    return graph_of(layers, edges, graph.rt_info)
