@@ -152,11 +152,12 @@ def to_f16(values: np.ndarray) -> np.ndarray | None:
     return small.reshape(values.shape)
 
 
-def compressed_graph(analysis: Analysis, constant_bytes: Callable[[Layer], bytes]
+def compressed_graph(analysis: Analysis, constant_bytes: Callable[[Layer], bytes], graph: IRGraph | None = None
                      ) -> tuple[IRGraph, Callable[[Layer], bytes], int]:
-    """The top-level graph with its float Consts compressed, the bytes of every Const of it, and how
-    many Consts were compressed (0: the graph as it was)."""
-    graph = analysis.document.graph
+    """The top-level graph (`graph`: the analysed one, or one made from it with the same layer ids and
+    more layers that are no Consts) with its float Consts compressed, the bytes of every Const of it,
+    and how many Consts were compressed (0: the graph as it was)."""
+    graph = analysis.document.graph if graph is None else graph
     if is_optimized(analysis):
         return graph, constant_bytes, 0
     keep = precision_sensitive_consts(analysis)
