@@ -7,15 +7,20 @@ OpenVINO 2026.4 in tests/test_save_changes.py):
   and every port, inside bodies too, declares the dims inference gives it now (-1 for every
   dynamic dim, intervals included; no dims for a dynamic rank).  A body Parameter's `shape`
   is the shape its Loop or TensorIterator now gives it.  Layers, names, attributes and
-  edges stay as they were.
+  edges stay as they were.  (OpenVINO's reshape first runs SmartReshape, which may rewrite
+  some layers: a Reshape's constant target before a MatMul becomes ShapeOf -> Gather -> Concat,
+  ShapeOfs of constants are folded.  irrun reshapes the graph as it is; the files differ there
+  and compute the same.)
 * After add_outputs, each tensor asked for that no Result takes yet gets a Result of its own,
-  after the model's Results, in the order asked, each with the next free layer id (for an IR
-  OpenVINO wrote, the ids OpenVINO gives them).  Its `output_names` are the tensor's names;
+  after the model's Results, in the order asked.  Its `output_names` are the tensor's names;
   a tensor without names is named by the key `add_outputs` returned for it (`relu:0`), on the
-  producer's port too, as OpenVINO names it after the new Result.  The edge into it goes after
-  the other edges from its producer (OpenVINO sorts edges by their source).  OpenVINO names
-  the Result `Result_<n>` by a process-wide counter; irrun names it `Result/<tensor name>`, the
-  friendly name irrun.openvino reports for it.
+  producer's port too, as OpenVINO names it after the new Result.  OpenVINO names the Result
+  `Result_<n>` by a process-wide counter; irrun names it `Result/<tensor name>`, the friendly
+  name irrun.openvino reports for it.  OpenVINO writes a model in the order of a fresh
+  topological sort, with ids counted 0, 1, 2 ... in that order; a new Result can move what it
+  needs forward and so change the ids after it.  An IR written that way (one OpenVINO wrote)
+  is written that way again, so its ids are OpenVINO's; any other keeps its layers and ids,
+  the Results taking the next free ids.
 
 A model neither reshaped nor extended is its document's graph, untouched (written byte for
 byte as it was read).
@@ -29,13 +34,6 @@ from .analysis import Analysis
 from .editing import (added_result_name, free_name, graph_of, inferred_port_types, openvino_order, parameter_shape_text,
                       port_dims)
 from .ir import Edge, IRGraph, Layer, Port
-
-
-def current_graph(model) -> IRGraph:
-    """The graph of `model` (a loaded `irrun.Model` of IR v11) as it is now: with the dims inference gives
-    after a reshape, and a Result for each tensor `add_outputs` asked for."""
-    graph = reshaped_graph(model.analysis) if model._reshaped else model.document.graph
-    return with_added_results(graph, model._added) if model._added else graph
 
 
 def reshaped_graph(analysis: Analysis) -> IRGraph:
@@ -66,15 +64,25 @@ def _with_dims(port: Port, t) -> Port:
     return port if dims == port.dims else dataclasses.replace(port, dims=dims)
 
 
+def extended(graph: IRGraph, added: dict[tuple[str, int], str]) -> IRGraph:
+    """`graph` with the Results of `with_added_results`, in OpenVINO's order and ids if `graph` is written in
+    them (an IR OpenVINO wrote)."""
+    ordered = in_openvino_order(graph)
+    graph = with_added_results(graph, added)
+    return renumbered(graph) if ordered else graph
+
+
 def with_added_results(graph: IRGraph, added: dict[tuple[str, int], str]) -> IRGraph:
     """`graph` with a Result for each tensor of `added` ((layer id, output index) -> its key) that no
-    Result takes yet; in OpenVINO's order if `graph` is written in it."""
+    Result takes yet, after the other layers, with the next free ids; the edge into each goes after the
+    last edge from a layer written no later than its producer (where it goes in a file sorted by source)."""
     layers = dict(graph.layers)
     edges = list(graph.edges)
     taken = {graph.sources.get((l.id, 0)) for l in graph.layers.values() if l.op_type == "Result"}
     names_in_use = {l.name for l in graph.layers.values()}
     ids = (str(i) for i in itertools.count(max((int(lid) for lid in layers if lid.lstrip("-").isdigit()),
                                                default=-1) + 1))
+    position = {lid: i for i, lid in enumerate(graph.layers)}
     for (lid, index), key in added.items():
         if (lid, index) in taken:
             continue
@@ -93,19 +101,15 @@ def with_added_results(graph: IRGraph, added: dict[tuple[str, int], str]) -> IRG
         layers[result_id] = Layer(result_id, name, "Result", "opset1", 0, {}, None,
                                   [Port("0", 0, 0, port.precision, port.etype, port.dims)], [],
                                   output_names=names, op_type="Result", op_version=1)
-        edges.append(Edge(lid, port.id, result_id, "0", 0))
-    extended = graph_of(layers, edges, graph.rt_info)
-    if list(graph.layers) == [str(i) for i in range(len(graph.layers))] and serializer_order(graph) == list(graph.layers):
-        return renumbered(extended, serializer_order(extended))
-    # (an IR OpenVINO did not write: its layers and edges stay as they are; the new edges go after
-    # the last edge from a layer written no later than their producer, as in a file sorted by source)
-    position = {lid: i for i, lid in enumerate(layers)}
-    kept = edges[:len(graph.edges)]
-    for e in edges[len(graph.edges):]:
-        at = max((i + 1 for i, k in enumerate(kept) if position.get(k.from_layer, -1) <= position[e.from_layer]),
-                 default=0)
-        kept.insert(at, e)
-    return graph_of(layers, kept, graph.rt_info)
+        at = max((i + 1 for i, e in enumerate(edges) if position.get(e.from_layer, -1) <= position[lid]), default=0)
+        edges.insert(at, Edge(lid, port.id, result_id, "0", 0))
+    return graph_of(layers, edges, graph.rt_info)
+
+
+def in_openvino_order(graph: IRGraph) -> bool:
+    """Whether `graph` is written as OpenVINO writes it: ids 0, 1, 2 ... in its serializer's order."""
+    return list(graph.layers) == [str(i) for i in range(len(graph.layers))] and \
+        serializer_order(graph) == list(graph.layers)
 
 
 def serializer_order(graph: IRGraph) -> list[str] | None:
@@ -121,9 +125,12 @@ def serializer_order(graph: IRGraph) -> list[str] | None:
     return of_type["Parameter"] + [lid for lid in order if lid not in ends] + of_type["Assign"] + of_type["Result"]
 
 
-def renumbered(graph: IRGraph, order: list[str]) -> IRGraph:
-    """`graph` with its layers in `order`, their ids counted 0, 1, 2 ... and its edges sorted by their
-    source, as OpenVINO's serializer writes them (edges of one source keep their order)."""
+def renumbered(graph: IRGraph) -> IRGraph:
+    """`graph` with its layers in OpenVINO's serializer order, their ids counted 0, 1, 2 ... and its edges
+    sorted by their source, as OpenVINO writes them (edges of one source keep their order)."""
+    order = serializer_order(graph)
+    if order is None:
+        return graph
     new_id = {lid: str(i) for i, lid in enumerate(order)}
     layers = {new_id[lid]: dataclasses.replace(graph.layers[lid], id=new_id[lid]) for lid in order}
     edges = [dataclasses.replace(e, from_layer=new_id[e.from_layer], to_layer=new_id[e.to_layer]) for e in graph.edges]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Callable
 
 from .arrays import atomic_write
-from .changed import reshaped_graph, with_added_results
+from .changed import extended, reshaped_graph
 from .errors import IrrunError, ModelError, UsageError
 from .editing import convert_layer, graph_of, without_rt_info
 from .ir import Edge, IRGraph, Layer, Port, RtInfo, join_names, v10_interface_type
@@ -262,7 +262,7 @@ def save(model, path: str | Path, *, force: bool = False) -> Path:
     if document.version == 10:
         graph = upgraded_v10(model, graph)
     if model._added:
-        graph = with_added_results(graph, model._added)
+        graph = extended(graph, model._added)
     return write_ir(path, graph, name=document.name,
                     constant_bytes=constants_from(model.weights, str(model.path)),
                     protected=(model.path, model.path.with_suffix(".bin")), force=force)

@@ -10,7 +10,7 @@ from .exceptions import as_runtime_errors
 
 
 def save(model, path: Path, compress_to_fp16: bool) -> None:
-    from ..changed import current_graph
+    from ..changed import in_openvino_order, renumbered, reshaped_graph, with_added_results
     from ..compress import compressed_graph
     from ..writer import constants_from, write_ir
 
@@ -23,6 +23,13 @@ def save(model, path: Path, compress_to_fp16: bool) -> None:
             irrun_model.save(path)
             return
         own = (irrun_model.path, irrun_model.path.with_suffix(".bin"))
+        # Results added before compressing (it looks layers up by the ids analysed), the order made OpenVINO's after
+        graph = reshaped_graph(irrun_model.analysis) if irrun_model._reshaped else irrun_model.document.graph
+        ordered = in_openvino_order(graph)
+        if irrun_model._added:
+            graph = with_added_results(graph, irrun_model._added)
         graph, data, _ = compressed_graph(irrun_model.analysis, constants_from(irrun_model.weights, str(irrun_model.path)),
-                                          current_graph(irrun_model))
+                                          graph)
+        if irrun_model._added and ordered:
+            graph = renumbered(graph)
         write_ir(path, graph, name=irrun_model.document.name, constant_bytes=data, protected=own)
