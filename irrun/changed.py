@@ -77,12 +77,11 @@ def with_added_results(graph: IRGraph, added: dict[tuple[str, int], str]) -> IRG
     Result takes yet, after the other layers, with the next free ids; the edge into each goes after the
     last edge from a layer written no later than its producer (where it goes in a file sorted by source)."""
     layers = dict(graph.layers)
-    edges = list(graph.edges)
     taken = {graph.sources.get((l.id, 0)) for l in graph.layers.values() if l.op_type == "Result"}
     names_in_use = {l.name for l in graph.layers.values()}
     ids = (str(i) for i in itertools.count(max((int(lid) for lid in layers if lid.lstrip("-").isdigit()),
                                                default=-1) + 1))
-    position = {lid: i for i, lid in enumerate(graph.layers)}
+    new_edges: list[Edge] = []
     for (lid, index), key in added.items():
         if (lid, index) in taken:
             continue
@@ -101,9 +100,28 @@ def with_added_results(graph: IRGraph, added: dict[tuple[str, int], str]) -> IRG
         layers[result_id] = Layer(result_id, name, "Result", "opset1", 0, {}, None,
                                   [Port("0", 0, 0, port.precision, port.etype, port.dims)], [],
                                   output_names=names, op_type="Result", op_version=1)
-        at = max((i + 1 for i, e in enumerate(edges) if position.get(e.from_layer, -1) <= position[lid]), default=0)
-        edges.insert(at, Edge(lid, port.id, result_id, "0", 0))
-    return graph_of(layers, edges, graph.rt_info)
+        new_edges.append(Edge(lid, port.id, result_id, "0", 0))
+    return graph_of(layers, _merged(graph, new_edges), graph.rt_info)
+
+
+def _merged(graph: IRGraph, new_edges: list[Edge]) -> list[Edge]:
+    """`graph`'s edges with each of `new_edges` after the last one from a layer written no later than its
+    source."""
+    position = {lid: i for i, lid in enumerate(graph.layers)}
+    last_at = [-1] * len(position)        # layer position -> the last edge from a layer at or before it
+    for i, e in enumerate(graph.edges):
+        if e.from_layer in position:
+            last_at[position[e.from_layer]] = i
+    for p in range(1, len(last_at)):
+        last_at[p] = max(last_at[p], last_at[p - 1])
+    after: dict[int, list[Edge]] = {}
+    for e in new_edges:
+        after.setdefault(last_at[position[e.from_layer]], []).append(e)
+    edges = list(after.get(-1, ()))
+    for i, e in enumerate(graph.edges):
+        edges.append(e)
+        edges.extend(after.get(i, ()))
+    return edges
 
 
 def in_openvino_order(graph: IRGraph) -> bool:
