@@ -152,11 +152,16 @@ def to_f16(values: np.ndarray) -> np.ndarray | None:
     return small.reshape(values.shape)
 
 
-def compressed_graph(analysis: Analysis, constant_bytes: Callable[[Layer], bytes]
+def _data_key(layer: Layer) -> tuple:
+    return layer.name, layer.data.get("offset"), layer.data.get("element_type")
+
+
+def compressed_graph(analysis: Analysis, constant_bytes: Callable[[Layer], bytes], graph: IRGraph | None = None
                      ) -> tuple[IRGraph, Callable[[Layer], bytes], int]:
-    """The top-level graph with its float Consts compressed, the bytes of every Const of it, and how
-    many Consts were compressed (0: the graph as it was)."""
-    graph = analysis.document.graph
+    """The top-level graph (`graph`: the analysed one, or one made from it with the same layer ids and
+    more layers that are no Consts) with its float Consts compressed, the bytes of every Const of it,
+    and how many Consts were compressed (0: the graph as it was)."""
+    graph = analysis.document.graph if graph is None else graph
     if is_optimized(analysis):
         return graph, constant_bytes, 0
     keep = precision_sensitive_consts(analysis)
@@ -178,7 +183,7 @@ def compressed_graph(analysis: Analysis, constant_bytes: Callable[[Layer], bytes
     fresh = iter(range(max((int(i) for i in graph.layers if i.lstrip("-").isdigit()), default=-1) + 1, 1 << 62))
     layers: dict[str, Layer] = {}
     renamed: dict[str, str] = {}              # old id -> new id (of the Convert, for a compressed Const)
-    stored: dict[str, bytes] = {}             # new Const id -> its f16 bytes
+    stored: dict[tuple, bytes] = {}           # a new Const's (name, offset, type) -> its f16 bytes (ids may change)
     new_edges: list[tuple[Edge, str]] = []    # (edge, the old id it sorts with)
     for lid, layer in graph.layers.items():
         if lid not in compressed:
@@ -195,7 +200,7 @@ def compressed_graph(analysis: Analysis, constant_bytes: Callable[[Layer], bytes
             data={k: ("f16" if k == "element_type" else v) for k, v in layer.data.items()},
             outputs=[dataclasses.replace(port, precision=etypes.f16.precision, etype=etypes.f16)])
         layers[const_id] = const
-        stored[const_id] = small.tobytes()
+        stored[_data_key(const)] = small.tobytes()
         convert_id = str(len(layers)) if sequential else str(next(fresh))
         t = analysis.nodes[lid].types[0]
         convert = convert_layer(convert_id, layer.name, TensorType(t.shape, etypes.f16), t.etype)
@@ -211,11 +216,9 @@ def compressed_graph(analysis: Analysis, constant_bytes: Callable[[Layer], bytes
         new_edges.append((Edge(source, from_port, renamed[e.to_layer], e.to_port, e.line), source))
     order = {lid: i for i, lid in enumerate(layers)}
     edges = [e for e, _ in sorted(new_edges, key=lambda pair: order[pair[1]])]
-    original = {renamed[lid]: layer for lid, layer in graph.layers.items() if lid not in compressed}
 
     def data(layer: Layer) -> bytes:
-        if layer.id in stored:
-            return stored[layer.id]
-        return constant_bytes(original.get(layer.id, layer))
+        found = stored.get(_data_key(layer))
+        return found if found is not None else constant_bytes(layer)
 
     return graph_of(layers, edges, graph.rt_info), data, len(compressed)

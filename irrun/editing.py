@@ -32,9 +32,15 @@ def _attr_text(op_type: str, name: str, value) -> str:
     return format_value(all_specs()[(op_type, 1)].attributes[name], value)
 
 
+def parameter_shape_text(shape) -> str:
+    """A Parameter's `shape` attribute as OpenVINO writes a PartialShape: `?,3,1..20,..8,2..`, `...` for
+    any rank."""
+    return _attr_text("Parameter", "shape", shape)
+
+
 def parameter_layer(layer_id: str, name: str, t: TensorType, names: tuple[str, ...]) -> Layer:
     """A Parameter of type `t` (its data shape keeps `t`'s bounds; its port, as every port, only -1)."""
-    data = {"shape": _attr_text("Parameter", "shape", t.shape),
+    data = {"shape": parameter_shape_text(t.shape),
             "element_type": _attr_text("Parameter", "element_type", t.etype)}
     return Layer(layer_id, name, "Parameter", "opset1", 0, data, None, [], [new_port(0, t, names)],
                  op_type="Parameter", op_version=1)
@@ -55,9 +61,57 @@ def convert_layer(layer_id: str, name: str, t: TensorType, destination: ElementT
                  [new_port(1, t.like(etype=destination))], op_type="Convert", op_version=1)
 
 
+def added_result_name(names: tuple[str, ...]) -> str:
+    """The name of the Result `add_outputs` makes for a tensor of these names (OpenVINO numbers
+    it by a process-wide counter, `Result_130`)."""
+    return f"Result/{min(names)}"
+
+
+def free_name(base: str, taken) -> str:
+    """`base`, or `base_1`, `base_2` ... where a name in `taken` is that."""
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+def inferred_port_types(node, nodes) -> tuple[list, list]:
+    """The inferred types of an analysed layer's inputs (its producers' outputs; None where not fed)
+    and outputs."""
+    inputs = []
+    for src in node.inputs:
+        producer = nodes.get(src[0]) if src is not None else None
+        inputs.append(producer.types[src[1]] if producer is not None and src[1] < len(producer.types) else None)
+    return inputs, list(node.types)
+
+
 def result_layer(layer_id: str, name: str, t: TensorType, output_names: tuple[str, ...] | None) -> Layer:
     return Layer(layer_id, name, "Result", "opset1", 0, {}, None, [new_port(0, t)], [],
                  output_names=output_names or None, op_type="Result", op_version=1)
+
+
+def openvino_order(roots, producers) -> list[str]:
+    """OpenVINO's topological sort (`get_ordered_ops` of a model just read or cloned): a stack seeded
+    with `roots` (its Results, sinks, then Parameters; the last is taken first); a node is taken once
+    every input's producer is, its inputs pushed last to first.  `producers(node)`: the ids of the
+    layers that feed its inputs, in input order (None where nothing does)."""
+    stack = list(roots)
+    done: set[str] = set()
+    order = []
+    while stack:
+        nid = stack[-1]
+        if nid in done:
+            stack.pop()
+            continue
+        pending = [src for src in reversed(producers(nid)) if src is not None and src not in done]
+        if pending:
+            stack.extend(pending)
+        else:
+            done.add(nid)
+            order.append(nid)
+            stack.pop()
+    return order
 
 
 class GraphBuilder:
@@ -78,11 +132,7 @@ class GraphBuilder:
 
     def free_name(self, base: str, taken=()) -> str:
         """`base`, or `base_1`, `base_2` ... where another layer has that name."""
-        name, n = base, 0
-        while name in self._names or name in taken:
-            n += 1
-            name = f"{base}_{n}"
-        return name
+        return free_name(base, self._names.union(taken))
 
     def add(self, layer: Layer) -> Layer:
         self.layers[layer.id] = layer

@@ -32,7 +32,7 @@ from pathlib import Path
 from . import etypes
 from .analysis import Analysis, Node, _dims_match
 from .diagnostics import Diagnostic
-from .editing import graph_of, port_dims
+from .editing import graph_of, inferred_port_types, port_dims
 from .errors import LayerRef, UsageError
 from .ir import Edge, IRGraph, Layer
 from .shapes import format_shape
@@ -102,14 +102,9 @@ class _Repairer:
         layer = node.layer
         if node.declared_only or node.malformed:
             return layer   # nothing inferred to compare with
-        outputs = [self._port(node, p, t, f"output {i}") for i, (p, t) in enumerate(zip(layer.outputs, node.types))]
-        inputs = []
-        for i, (p, src) in enumerate(zip(layer.inputs, node.inputs)):
-            t = None
-            if src is not None and src[0] in nodes:
-                producer = nodes[src[0]]
-                t = producer.types[src[1]] if src[1] < len(producer.types) else None
-            inputs.append(self._port(node, p, t, f"input {i}"))
+        input_types, output_types = inferred_port_types(node, nodes)
+        outputs = [self._port(node, p, t, f"output {i}") for i, (p, t) in enumerate(zip(layer.outputs, output_types))]
+        inputs = [self._port(node, p, t, f"input {i}") for i, (p, t) in enumerate(zip(layer.inputs, input_types))]
         if all(a is b for a, b in zip(inputs + outputs, layer.inputs + layer.outputs)):
             return layer
         return dataclasses.replace(layer, inputs=inputs, outputs=outputs)

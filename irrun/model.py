@@ -506,8 +506,10 @@ class Model:
     # ------------------------------------------------------------ writing
     def save(self, path: str | Path, *, force: bool = False) -> Path:
         """Write the model as loaded (declared shapes and types) to `path` (.xml) and the `.bin`
-        beside it, as IR v11 in the form `openvino.save_model` writes; IR v10 becomes v11.
-        Refuses to overwrite the model's own files unless `force`.  Returns the .xml path."""
+        beside it, as IR v11 in the form `openvino.save_model` writes; IR v10 becomes v11.  After
+        `reshape` the ports have their new dims, after `add_outputs` the tensors are Results
+        (irrun/changed.py).  Refuses to overwrite the model's own files unless `force`.  Returns
+        the .xml path."""
         from .writer import save
         return save(self, path, force=force)
 

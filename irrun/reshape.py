@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from .analysis import Analysis, LoadContext, analyze
 from .diagnostics import Diagnostics
+from .editing import parameter_shape_text
 from .errors import IrrunError, ModelError, UsageError
 from .ir import IRDocument, IRGraph
 from .shapes import ANY, Dim, Shape, format_shape, parse_partial_shape
@@ -74,12 +75,6 @@ def as_shape(value: Any, what: str) -> Shape:
     return tuple(shape)
 
 
-def _shape_text(shape: Shape) -> str:
-    """A Parameter's `shape` attribute as the IR writes it."""
-    return ",".join(str(d) if isinstance(d, int) else ("?" if d.lo == 0 and d.hi is None else
-                                                        f"{d.lo}..{'' if d.hi is None else d.hi}") for d in shape)
-
-
 def reshaped_analysis(model, shapes: Mapping[Any, Any]) -> tuple[IRDocument, Analysis]:
     """The document with the Parameters of `shapes` (by input name, Parameter name or index) reshaped,
     and its analysis.  Raises UsageError for unknown inputs or bad shapes, ModelError where the model
@@ -100,10 +95,10 @@ def reshaped_analysis(model, shapes: Mapping[Any, Any]) -> tuple[IRDocument, Ana
         given.append(f"{info.name}={format_shape(shape)}")
         port = parameter.outputs[0]
         dims = tuple(d if isinstance(d, int) else -1 for d in shape)
-        layers[parameter.id] = replace(parameter, data={**parameter.data, "shape": _shape_text(shape)},
+        layers[parameter.id] = replace(parameter, data={**parameter.data, "shape": parameter_shape_text(shape)},
                                        outputs=[replace(port, dims=dims)] + list(parameter.outputs[1:]))
     graph = document.graph
-    new_graph = IRGraph(layers, graph.edges, graph.sources, graph.producers)
+    new_graph = IRGraph(layers, graph.edges, graph.sources, graph.producers, graph.rt_info)
     diagnostics = Diagnostics(document.diagnostics.file)
     new_document = IRDocument(document.path, document.version, document.name, new_graph, document.rt_info,
                               document.snippet, diagnostics)

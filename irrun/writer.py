@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Callable
 
 from .arrays import atomic_write
+from .changed import extended, reshaped_graph
 from .errors import IrrunError, ModelError, UsageError
 from .editing import convert_layer, graph_of, without_rt_info
 from .ir import Edge, IRGraph, Layer, Port, RtInfo, join_names, v10_interface_type
@@ -254,20 +255,26 @@ def write_ir(path: str | Path, graph: IRGraph, *, name: str, constant_bytes: Con
 
 
 def save(model, path: str | Path, *, force: bool = False) -> Path:
-    """`Model.save`: the model as it was loaded (declared shapes and types), as IR v11."""
+    """`Model.save`: the model as it was loaded (declared shapes and types), as IR v11, with what
+    `reshape` and `add_outputs` changed (irrun/changed.py)."""
     document = model.document
-    graph = document.graph if document.version != 10 else upgraded_v10(model)
-    return write_ir(path, graph, name=document.name, constant_bytes=constants_from(model.weights, str(model.path)),
+    graph = reshaped_graph(model.analysis) if model._reshaped else document.graph
+    if document.version == 10:
+        graph = upgraded_v10(model, graph)
+    if model._added:
+        graph = extended(graph, model._added)
+    return write_ir(path, graph, name=document.name,
+                    constant_bytes=constants_from(model.weights, str(model.path)),
                     protected=(model.path, model.path.with_suffix(".bin")), force=force)
 
 
-def upgraded_v10(model) -> IRGraph:
-    """The graph of an IR v10 model as IR v11, with what reading v10 does made explicit, so that
+def upgraded_v10(model, graph: IRGraph) -> IRGraph:
+    """`graph`, of an IR v10 model, as IR v11, with what reading v10 does made explicit, so that
     OpenVINO and irrun read the same model from it (`update_v10_model`): each input and output
     gets the names and the type it has after reading (a Convert where the type changes: f16
     inputs are fed as f32, outputs of other types converted), and node and port rt_info,
     which the v10 reader ignores, is dropped."""
-    graph, analysis = model.document.graph, model.analysis
+    analysis = model.analysis
     layers = {lid: without_rt_info(layer) for lid, layer in graph.layers.items()}
     ids = itertools.count(max((int(lid) for lid in layers if lid.lstrip("-").isdigit()), default=-1) + 1)
     names = {layer.name for layer in layers.values()}

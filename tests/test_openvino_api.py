@@ -286,6 +286,56 @@ def script_save_model(ov, xml, directory):
     return out
 
 
+def script_save_reshaped(ov, xml, directory):
+    """reshape, save_model (f16 weights, then f32), read the IR back, look at it and run it."""
+    core = ov.Core()
+    model = core.read_model(xml)
+    model.reshape({model.input(0).any_name: ov.PartialShape([2, 3, ov.Dimension(32, 96), -1])})
+    module = ov.__name__.replace(".", "_")
+    x = images(1, (2, 3, 48, 40), seed=8)[0]
+    out = {}
+    for label, compress in (("compressed", True), ("plain", False)):
+        target = Path(directory) / f"{module}_reshaped_{label}.xml"
+        ov.save_model(model, str(target), compress_to_fp16=compress)
+        again = core.read_model(target)
+        out[label] = {
+            "input": (again.input(0).any_name, str(again.input(0).get_partial_shape())),
+            "output": (sorted(again.output(0).names), str(again.output(0).get_partial_shape())),
+            "dynamic": again.is_dynamic(),
+            # (OpenVINO's SmartReshape adds layers before the classifier; the convolutions are in both)
+            "conv_shapes": [str(op.get_output_partial_shape(0)) for op in again.get_ordered_ops()
+                            if op.get_type_name() == "Convolution"],
+            "logits": core.compile_model(again, "CPU", CONFIG)(x)[0],
+        }
+        again.reshape([2, 3, 48, 40])
+        out[label]["static_logits"] = core.compile_model(again, "CPU", CONFIG)(x)[0]
+    return out
+
+
+def script_save_added_outputs(ov, xml, directory):
+    """add_outputs, save_model, read the IR back: the added outputs are outputs of the saved model."""
+    core = ov.Core()
+    model = core.read_model(xml)
+    convs = [op for op in model.get_ordered_ops() if op.get_type_name() == "Convolution"]
+    model.add_outputs([(convs[1].get_friendly_name(), 0), model.input(0).any_name, convs[4].output(0)])
+    model.add_outputs(model.output(0).any_name)       # (already an output: no new Result)
+    target = Path(directory) / f"{ov.__name__.replace('.', '_')}_added.xml"
+    ov.save_model(model, str(target), compress_to_fp16=False)
+    again = core.read_model(target)
+    compiled = core.compile_model(again, "CPU", CONFIG)
+    x = images(1, seed=9)[0]
+    result = compiled(x)
+    return {"outputs": len(again.outputs), "results": len(again.get_results()),
+            # (convolution outputs have no names: OpenVINO names them Result_<n>, irrun <layer>:0)
+            "named": [sorted(o.get_names()) for o in again.outputs[:1]] + [sorted(again.outputs[2].get_names())],
+            "shapes": [str(o.get_partial_shape()) for o in again.outputs],
+            "types": [o.get_element_type().get_type_name() for o in again.outputs],
+            "values": [result[i] for i in range(len(compiled.outputs))],
+            "by_name": result[again.input(0).any_name],
+            "same_as_before": [np.array_equal(a, b) for a, b in
+                               zip(core.compile_model(model, "CPU", CONFIG)(x).to_tuple(), result.to_tuple())]}
+
+
 def script_introspection(ov, xml):
     """Looking at a model: ordered ops, attributes, ports, partial shapes, rt_info."""
     core = ov.Core()
@@ -523,6 +573,15 @@ def test_stateful_requests_own_their_variables(module, accumulator):
 
 def test_save_model(module, tmp_path_factory):
     run_both(module, script_save_model, MODELS / "mobilenetv3.f32.xml", tmp_path_factory.mktemp("saved"))
+
+
+def test_save_model_after_reshape(module, tmp_path_factory):
+    run_both(module, script_save_reshaped, MODELS / "resnet.f32.xml", tmp_path_factory.mktemp("reshaped"))
+
+
+def test_save_model_after_add_outputs(module, tmp_path_factory):
+    got = run_both(module, script_save_added_outputs, MODELS / "resnet.f32.xml", tmp_path_factory.mktemp("added"))
+    assert got["outputs"] == 4 and all(got["same_as_before"])
 
 
 @pytest.mark.parametrize("name", ["resnet.f32.xml", "unet_detector.f32.xml", "audio_stft.f32.xml", "llama.f32.xml",

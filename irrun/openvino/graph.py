@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..editing import added_result_name, openvino_order
 from ..etypes import ElementType
 from .exceptions import OVRuntimeError, not_available
 from .types import PartialShape, Shape, Type
@@ -535,23 +536,10 @@ class GraphView:
     def ordered_ids(self) -> list[str]:
         """OpenVINO's topological sort: a stack seeded with the Results, the sinks, then the
         Parameters; a node is taken once every input's producer is (inputs pushed last to first)."""
-        stack = list(self.results) + list(self.sinks) + list(self.parameters)
-        done: set[str] = set()
-        order = []
-        while stack:
-            nid = stack[-1]
-            if nid in done:
-                stack.pop()
-                continue
-            pending = [src for src in (self.source(nid, i) for i in reversed(range(self.input_count(nid))))
-                       if src is not None and src[0] not in done]
-            if pending:
-                stack.extend(src[0] for src in pending)
-            else:
-                done.add(nid)
-                order.append(nid)
-                stack.pop()
-        return order
+        def producers(nid):
+            sources = (self.source(nid, i) for i in range(self.input_count(nid)))
+            return [src[0] if src is not None else None for src in sources]
+        return openvino_order(list(self.results) + list(self.sinks) + list(self.parameters), producers)
 
     def ordered_nodes(self) -> list[Node]:
         return [self.node(nid) for nid in self.ordered_ids()]
@@ -673,4 +661,4 @@ class _AddedResultLayer:
 
 def _added_result_layer(view: GraphView, node_id: str) -> _AddedResultLayer:
     names = view._added_names[node_id]
-    return _AddedResultLayer(f"Result/{sorted(names)[0] if names else node_id[len(ADDED):]}")
+    return _AddedResultLayer(added_result_name(names) if names else f"Result/{node_id[len(ADDED):]}")

@@ -258,9 +258,10 @@ class Model:
         for lid, port in wanted:
             existing = self._existing_output(lid, port)
             if existing is None:
-                names = self._graph().node(lid).output(port).get_names() or {f"{self._irrun.layers[lid].name}:{port}"}
                 with as_runtime_errors():
                     (key,) = self._irrun.add_outputs([irrun_item(self._irrun, lid, port)])
+                # (a tensor without names is named by its key, as irrun's writer names it: irrun/changed.py)
+                names = self._graph().node(lid).output(port).get_names() or {key}
                 self._changes.added.append(AddedOutput(lid, port, tuple(sorted(names)), key))
                 self._changed()
                 existing = self.outputs[-1]

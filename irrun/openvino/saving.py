@@ -1,21 +1,19 @@
-"""`save_model` / `serialize`: a Model written as IR through irrun's writer (irrun/writer.py), its
-float weights compressed to f16 as OpenVINO compresses them (irrun/compress.py)."""
+"""`save_model` / `serialize`: a Model written as IR through irrun's writer (irrun/writer.py) as it is
+now (after `reshape` and `add_outputs`: irrun/changed.py), its float weights compressed to f16 as
+OpenVINO compresses them (irrun/compress.py)."""
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
 
-from .exceptions import as_runtime_errors, not_available
+from .exceptions import as_runtime_errors
 
 
 def save(model, path: Path, compress_to_fp16: bool) -> None:
+    from ..changed import in_openvino_order, renumbered, reshaped_graph, with_added_results
     from ..compress import compressed_graph
     from ..writer import constants_from, write_ir
 
-    if model._changes:
-        raise not_available("saving a model after reshape or add_outputs",
-                            "irrun's writer writes the model as it was read; save the original, or reshape with "
-                            "OpenVINO")
     irrun_model = model._irrun
     with as_runtime_errors():
         if not compress_to_fp16 or irrun_model.ir_version != 11:
@@ -25,5 +23,13 @@ def save(model, path: Path, compress_to_fp16: bool) -> None:
             irrun_model.save(path)
             return
         own = (irrun_model.path, irrun_model.path.with_suffix(".bin"))
-        graph, data, _ = compressed_graph(irrun_model.analysis, constants_from(irrun_model.weights, str(irrun_model.path)))
+        # Results added before compressing (it looks layers up by the ids analysed), the order made OpenVINO's after
+        graph = reshaped_graph(irrun_model.analysis) if irrun_model._reshaped else irrun_model.document.graph
+        ordered = in_openvino_order(graph)
+        if irrun_model._added:
+            graph = with_added_results(graph, irrun_model._added)
+        graph, data, _ = compressed_graph(irrun_model.analysis, constants_from(irrun_model.weights, str(irrun_model.path)),
+                                          graph)
+        if irrun_model._added and ordered:
+            graph = renumbered(graph)
         write_ir(path, graph, name=irrun_model.document.name, constant_bytes=data, protected=own)
