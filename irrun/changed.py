@@ -22,6 +22,10 @@ OpenVINO 2026.4 in tests/test_save_changes.py):
   is written that way again, so its ids are OpenVINO's; any other keeps its layers and ids,
   the Results taking the next free ids.
 
+* Names a script gave (irrun.openvino's `set_friendly_name`, `set_names`, `add_names`): a layer's
+  `name` is its new friendly name; a tensor's names go on its producer's port and become the
+  `output_names` of every Result that takes it, as OpenVINO writes them.
+
 A model neither reshaped nor extended is its document's graph, untouched (written byte for
 byte as it was read).
 """
@@ -154,3 +158,34 @@ def renumbered(graph: IRGraph) -> IRGraph:
     edges = [dataclasses.replace(e, from_layer=new_id[e.from_layer], to_layer=new_id[e.to_layer]) for e in graph.edges]
     edges.sort(key=lambda e: int(e.from_layer))
     return graph_of(layers, edges, graph.rt_info)
+
+
+@dataclasses.dataclass
+class Names:
+    """Names given after loading: layer id -> name; (layer id, output index) -> the tensor's names."""
+
+    layers: dict[str, str] = dataclasses.field(default_factory=dict)
+    tensors: dict[tuple[str, int], tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.layers or self.tensors)
+
+
+def renamed(graph: IRGraph, names: Names) -> IRGraph:
+    """`graph` with `names` written in: layers renamed, tensors' names on their producers' ports and
+    on the Results that take them.  Ids not in `graph` (a Result not yet added) are left alone."""
+    layers = dict(graph.layers)
+    for lid, name in names.layers.items():
+        if lid in layers and layers[lid].name != name:
+            layers[lid] = dataclasses.replace(layers[lid], name=name)
+    for (lid, index), tensor_names in names.tensors.items():
+        producer = layers.get(lid)
+        if producer is None or index >= len(producer.outputs):
+            continue
+        outputs = list(producer.outputs)
+        outputs[index] = dataclasses.replace(outputs[index], names=tuple(tensor_names))
+        layers[lid] = dataclasses.replace(producer, outputs=outputs)
+        for result in graph.layers.values():
+            if result.op_type == "Result" and graph.sources.get((result.id, 0)) == (lid, index):
+                layers[result.id] = dataclasses.replace(layers[result.id], output_names=tuple(tensor_names) or None)
+    return graph_of(layers, graph.edges, graph.rt_info)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Callable
 
 from .arrays import atomic_write
-from .changed import extended, reshaped_graph
+from .changed import Names, extended, renamed, reshaped_graph
 from .errors import IrrunError, ModelError, UsageError
 from .editing import convert_layer, graph_of, without_rt_info
 from .ir import Edge, IRGraph, Layer, Port, RtInfo, join_names, v10_interface_type
@@ -254,16 +254,20 @@ def write_ir(path: str | Path, graph: IRGraph, *, name: str, constant_bytes: Con
     return xml
 
 
-def save(model, path: str | Path, *, force: bool = False) -> Path:
+def save(model, path: str | Path, *, force: bool = False, names: Names | None = None,
+         name: str | None = None) -> Path:
     """`Model.save`: the model as it was loaded (declared shapes and types), as IR v11, with what
-    `reshape` and `add_outputs` changed (irrun/changed.py)."""
+    `reshape` and `add_outputs` changed (irrun/changed.py), and the layer and tensor `names` and the
+    model `name` a caller gave (irrun.openvino's set_friendly_name / set_names)."""
     document = model.document
     graph = reshaped_graph(model.analysis) if model._reshaped else document.graph
     if document.version == 10:
         graph = upgraded_v10(model, graph)
+    if names:
+        graph = renamed(graph, names)
     if model._added:
         graph = extended(graph, model._added)
-    return write_ir(path, graph, name=document.name,
+    return write_ir(path, graph, name=document.name if name is None else name,
                     constant_bytes=constants_from(model.weights, str(model.path)),
                     protected=(model.path, model.path.with_suffix(".bin")), force=force)
 

@@ -686,6 +686,27 @@ def test_what_irrun_cannot_do_names_the_missing_piece():
         from irrun.openvino.preprocess import PrePostProcessor  # noqa: F401
 
 
+def test_importing_a_missing_module_names_the_missing_piece():
+    """Scripts write `import openvino.opset13 as ops` and `from openvino.runtime import opset8`:
+    the irrun forms raise NotAvailableError naming it, not ModuleNotFoundError; real modules and
+    names that exist in neither API are untouched."""
+    import importlib
+    import irrun.openvino as ov
+    for module, piece in [("irrun.openvino.opset13", "openvino.opset13"),
+                          ("irrun.openvino.runtime.opset8", "openvino.opset8"),
+                          ("irrun.openvino.passes", "openvino.passes")]:
+        with pytest.raises(ov.NotAvailableError, match=piece):
+            importlib.import_module(module)
+    from irrun.openvino.runtime import Core, opset8
+    assert Core is ov.Core
+    with pytest.raises(ov.NotAvailableError, match="openvino.opset8.parameter"):
+        opset8.parameter([1], np.float32)
+    for module in ("irrun.openvino.no_such_module", "irrun.openvino.runtime.no_such_module"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(module)
+    assert importlib.import_module("irrun.openvino.preprocess").__name__ == "irrun.openvino.preprocess"
+
+
 def test_errors_from_irrun_leave_as_runtime_errors_without_its_frames(tmp_path):
     """A defective IR, a shape the model cannot take: RuntimeError with irrun's message, and no frame
     of irrun's core in the traceback."""

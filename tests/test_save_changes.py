@@ -370,3 +370,29 @@ def test_save_model_after_reshape_and_add_outputs(compress, tmp_path):
     assert_same_files_but_names(tmp_path / "irrun.xml", tmp_path / "openvino.xml", 2)
     changed = CORE.read_model(str(tmp_path / "openvino.xml"))     # (what OpenVINO wrote: weights in f16)
     check_runs_alike(tmp_path / "irrun.xml", changed, feeds(changed, {"x": (2, 3, 20, 25)}), exact=True)
+
+
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "f16"])
+def test_save_model_writes_the_names_a_script_gave(compress, tmp_path):
+    """Friendly names of layers and of the model, and tensor names set or added on inputs, outputs and
+    inner tensors, are written as OpenVINO writes them: byte for byte the same files."""
+    xml = source("zoo", tmp_path)
+    for module, target in ((ov, tmp_path / "openvino.xml"), (iov, tmp_path / "irrun.xml")):
+        model = module.Core().read_model(str(xml))
+        model.set_friendly_name("renamed_zoo")
+        model.input(0).get_tensor().set_names({"image", "pixels"})
+        model.output(2).get_tensor().set_names({"upsampled"})
+        for node in model.get_ordered_ops():
+            if node.get_friendly_name() == "conv":
+                node.set_friendly_name("first_conv")
+                node.output(0).get_tensor().add_names({"features"})
+            if node.get_friendly_name() == "gather":
+                node.output(0).get_tensor().set_names({"kept_dims"})
+        module.save_model(model, str(target), compress_to_fp16=compress)
+    assert (tmp_path / "irrun.xml").read_bytes() == (tmp_path / "openvino.xml").read_bytes()
+    assert (tmp_path / "irrun.bin").read_bytes() == (tmp_path / "openvino.bin").read_bytes()
+    again = iov.Core().read_model(str(tmp_path / "irrun.xml"))
+    assert again.get_friendly_name() == "renamed_zoo"
+    assert again.input(0).get_names() == {"image", "pixels"}
+    assert again.output(2).get_names() == {"upsampled"}
+    assert {op.get_friendly_name() for op in again.get_ordered_ops()} >= {"first_conv", "gather"}

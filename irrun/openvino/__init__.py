@@ -14,6 +14,9 @@ Misuse raises `OVRuntimeError` (a RuntimeError) as OpenVINO raises RuntimeError.
 """
 from __future__ import annotations
 
+import importlib.abc
+import sys
+
 from . import properties
 from .compiled import AsyncInferQueue, CompiledModel
 from .core import Core, Version, compile_model, get_version, save_model, serialize, tensor_from_file
@@ -68,14 +71,38 @@ def shutdown() -> None:
     """Nothing to release: irrun loads no plugins."""
 
 
-def __getattr__(name: str):
+def _why_missing(name: str) -> str | None:
     if name.startswith("opset") and name[5:].isdigit():
-        return _Missing(f"openvino.{name}", "building graphs needs OpenVINO's graph API; build and save the "
-                                            "model with OpenVINO, then read the IR here")
-    why = _MISSING.get(name)
+        return ("building graphs needs OpenVINO's graph API; build and save the model with OpenVINO, "
+                "then read the IR here")
+    return _MISSING.get(name)
+
+
+def __getattr__(name: str):
+    why = _why_missing(name)
     if why is not None:
         return _Missing(f"openvino.{name}", why)
     raise AttributeError(f"module 'irrun.openvino' has no attribute '{name}'")
+
+
+class _MissingModuleFinder(importlib.abc.MetaPathFinder):
+    """`import irrun.openvino.opset13 as ops` (and `irrun.openvino.runtime.opset8`, `.passes`, ...)
+    raises NotAvailableError naming the missing piece, as attribute access does, rather than
+    ModuleNotFoundError.  Last on sys.meta_path, so it is asked only about modules that do not exist."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        for package in ("irrun.openvino.runtime.", "irrun.openvino."):
+            if fullname.startswith(package):
+                name = fullname[len(package):]
+                why = _why_missing(name) if "." not in name else None
+                if why is not None:
+                    raise not_available(f"openvino.{name}", why)
+                return None
+        return None
+
+
+if not any(isinstance(finder, _MissingModuleFinder) for finder in sys.meta_path):
+    sys.meta_path.append(_MissingModuleFinder())
 
 
 __all__ = ["AsyncInferQueue", "CompiledModel", "ConstOutput", "Core", "Dimension", "DiscreteTypeInfo", "InferRequest",
