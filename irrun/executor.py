@@ -92,6 +92,7 @@ class Step:
     position: int = 0                 # its index among the unrewritten steps (a fused step: its last layer's)
     members: tuple = ()               # a fused step (irrun/optimize.py): every layer it runs, in order
     types_in: list | None = None      # a fused step: its inputs' types (else those of node's inputs)
+    used: tuple = ()                  # per output: does a later step or a Result read it
 
     def program(self) -> tuple:
         """(kernel, gather inputs, spread the inputs, single output slot or None, outputs, free)."""
@@ -262,7 +263,7 @@ class Plan:
             entry = step.program()
             if None in step.out_nbytes:
                 step.check = StepCheck(self, step)
-                entry = (checked(step.check, entry[0], entry[2]),) + entry[1:]
+                entry = (checked(step.check, entry[2]),) + entry[1:]
             program.append(entry)
         variant = Variant(steps, program)
         # folded layers: reported before the first step that comes after them in the layer order
@@ -358,7 +359,8 @@ class Plan:
             if bind is not None:
                 dying = consumable.get(k, set())
                 step.consumable = frozenset(i for i, s in enumerate(step.inputs) if s in dying)
-                info = replace(self.step_info(step), used=tuple(s in read for s in step.outputs))
+                step.used = tuple(s in read for s in step.outputs)
+                info = replace(self.step_info(step), used=step.used)
                 kernel = bind(info)
                 if kernel is not None and not all(info.used):
                     step.complete = step.op.run
@@ -446,7 +448,7 @@ class Plan:
                 watching.folded(k)
             args = [slots[s] for s in step.inputs]
             if step.check is not None:
-                step.check(args)
+                step.check(args)        # (watched runs use each step's own kernel)
             if watching is None:
                 out = self._run_step(step.node, step.kernel, args)
             else:

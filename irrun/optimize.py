@@ -292,12 +292,12 @@ class FusedChain:
         return picks
 
     def _head_kernel(self, info, n_head: int):
+        """The head's kernel, its errors located at its layer."""
         head = self.head_step
-        bind = getattr(head.op, "bind", None)
         kernel = None
-        if bind is not None and info is not None:
-            head_info = replace(self.plan.step_info(head), consumable=frozenset(i for i in info.consumable if i < n_head))
-            kernel = bind(head_info)
+        if info is not None and hasattr(head.op, "bind"):
+            kernel = head.op.bind(replace(self.plan.step_info(head),
+                                          consumable=frozenset(i for i in info.consumable if i < n_head)))
         kernel = kernel or head.op.run
         fail = self.plan._located
         node = head.node

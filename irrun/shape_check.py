@@ -46,33 +46,49 @@ class _Shown(TensorType):
 
 
 class StepCheck:
-    """The run-time check of one step: inference again on the actual inputs, memoised."""
+    """The run-time check of one step: inference again on the actual inputs, memoised; and the
+    step's kernel bound again for input shapes that recur (`kernel_for`)."""
 
-    __slots__ = ("plan", "step", "memo", "kind")
+    __slots__ = ("plan", "step", "memo", "kind", "bindable")
 
     def __init__(self, plan, step):
         self.plan, self.step = plan, step
-        # (input shapes, inputs whose values inference read, their bytes) of the last check: one
-        # tuple, replaced whole (threads sharing a model check concurrently)
-        self.memo: tuple = (None, (), ())
+        # (input shapes, inputs whose values inference read, their bytes, the output types, the kernel
+        # bound for them or None) of the last check: one tuple, replaced whole (threads sharing a
+        # model check concurrently)
+        self.memo: tuple = (None, (), (), None, None)
         # layers of one kind, attributes and input types infer alike (analysis: Node.signature): a
         # check passed by one passes for all (a decoder's layers all see the same shapes)
         node = step.node
         self.kind = None if node.signature is None or node.bodies else \
             (node.signature, tuple(t.etype.name if t is not None else None
                                    for t in (plan.analysis.type_of(src) for src in node.inputs)))
+        op = step.op
+        self.bindable = op is node.op and hasattr(op, "bind") and not step.members and not op.run_replaced()
 
     def __call__(self, args) -> None:
+        self.kernel_for(args)
+
+    def kernel_for(self, args) -> Callable:
+        """Check `args` and return the kernel to run them: the step's own, or one bound for these
+        input shapes (and read values) the second time in a row a call brings them."""
         shapes = tuple([a.shape for a in args])
         memo = self.memo
-        if shapes == memo[0] and all(args[i].tobytes() == v for i, v in zip(memo[1], memo[2])):
-            return
+        if shapes == memo[0] and (not memo[1] or all(args[i].tobytes() == v for i, v in zip(memo[1], memo[2]))):
+            if memo[4] is not None:
+                return memo[4]
+            if self.bindable and memo[3] is not None:
+                bound = self._bind(args, memo[3]) or self.step.kernel
+                self.memo = memo[:4] + (bound,)
+                return bound
+            return self.step.kernel
         if self.kind is not None:
-            for read, values in self.plan.checked_kinds.get((self.kind, shapes), ()):
+            for read, values, types in self.plan.checked_kinds.get((self.kind, shapes), ()):
                 if all(args[i].tobytes() == v for i, v in zip(read, values)):
-                    self.memo = (shapes, read, values)
-                    return
+                    self.memo = (shapes, read, values, types, None)
+                    return self.step.kernel
         self._infer(args, shapes)
+        return self.step.kernel
 
     def _infer(self, args, shapes: tuple) -> None:
         plan, node = self.plan, self.step.node
@@ -89,25 +105,40 @@ class StepCheck:
                 plan._check_size(node, prod(t.shape) * t.etype.carrier.itemsize, t.shape)
         read = tuple(sorted(set(reads)))
         values = tuple(args[i].tobytes() for i in read)
-        self.memo = (shapes, read, values)
+        types = tuple(types)
+        self.memo = (shapes, read, values, types, None)
         if self.kind is not None:
             known = plan.checked_kinds
             if len(known) > KINDS_KEPT:
                 known.clear()
             entries = known.setdefault((self.kind, shapes), [])
             if len(entries) < VALUES_KEPT:
-                entries.append((read, values))
+                entries.append((read, values, types))
+
+    def _bind(self, args, types: tuple) -> Callable | None:
+        """The op's kernel bound for these inputs (static shapes; constants as at load)."""
+        from .executor import StepInfo
+        step, plan = self.step, self.plan
+        if not all(t is not None and is_static(t.shape) for t in types[:len(step.outputs)]):
+            return None
+        declared = plan.step_info(step)
+        inputs = [TensorType(tuple(a.shape), t.etype, t.value) for a, t in zip(args, declared.inputs)]
+        info = StepInfo(inputs, [TensorType(t.shape, t.etype) for t in types[:len(step.outputs)]],
+                        step.consumable, step.used or declared.used)
+        try:
+            return step.op.bind(info)
+        except Exception:  # noqa: BLE001 - a kernel bound for load-time types is still there
+            return None
 
 
-def checked(check: StepCheck, kernel: Callable, spread: bool) -> Callable:
-    """`kernel` preceded by `check` (the fast loop's calling convention: spread arguments, or the
-    one argument itself)."""
+def checked(check: StepCheck, spread: bool) -> Callable:
+    """The step's kernel behind `check` (the fast loop's calling convention: spread arguments, or
+    the one argument itself)."""
+    kernel_for = check.kernel_for
     if spread:
         def run(*args):
-            check(args)
-            return kernel(*args)
+            return kernel_for(args)(*args)
     else:
         def run(arg):
-            check((arg,))
-            return kernel(arg)
+            return kernel_for((arg,))(arg)
     return run
