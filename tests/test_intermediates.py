@@ -19,6 +19,9 @@ from irrun.registry import implementation
 from irrun.watch import tensor_key
 from ovutil import assert_close, compile_cpu, openvino_layer_outputs, save
 
+# Every test here runs with irrun/optimize.py on and off (conftest.optimize_both_ways).
+pytestmark = pytest.mark.usefixtures("optimize_both_ways")
+
 MODELS = Path(__file__).resolve().parent / "models"
 RNG = np.random.default_rng(5)
 
