@@ -255,8 +255,10 @@ class FusedChain:
         consumed = self.head or (info is not None and self.stages[0].data in info.consumable)
         out_type = self.nodes[-1].types[0]
         small = is_static(out_type.shape) and prod(out_type.shape) < INLINE_ELEMENTS
-        chain = _generate(self.stages, operands, True, self._fail, small) if consumed else None
-        fresh = _generate(self.stages, operands, False, self._fail, small) if not self.head else None
+        constants = {i: plan.constants[step_inputs[p]] for i, p in enumerate(operands) if i and p >= 0
+                     and step_inputs[p] in plan.constants}
+        chain = _generate(self.stages, operands, True, self._fail, small, constants) if consumed else None
+        fresh = _generate(self.stages, operands, False, self._fail, small, constants) if not self.head else None
         has_reshape = any(s.kind == "reshape" for s in self.stages)
         cost = sum(s.cost for s in self.stages)
         if info is not None and is_static(out_type.shape):
@@ -320,20 +322,23 @@ def _out(ufunc, name: str) -> str:
     return f"out={name}" if ufunc in (np.maximum, np.minimum) else name
 
 
-def _generate(stages: list[Stage], operands: list[int], in_place: bool, fail, small: bool = False) -> Callable:
+def _generate(stages: list[Stage], operands: list[int], in_place: bool, fail, small: bool = False,
+              constants: dict | None = None) -> Callable:
     """`chain(x, *sides, out)`: the stages' code, the result left in `out` and returned (`x` is
     `out` when `in_place`).  A stage that cannot write over its input writes into a temporary,
     which becomes the working buffer; the result is copied into `out` at the end if it is there.
     `small`: static data of fewer than INLINE_ELEMENTS elements, where a unary stage's NumPy calls
-    are written out (a Python call is a third of the time of a ufunc on 16 elements), and a
-    Reshape to the shape the data has already is left out."""
+    are written out (a Python call is a third of the time of a ufunc on 16 elements), a Reshape to
+    the shape the data has already is left out, and a Multiply by a constant (`constants`: side
+    operand -> its value) followed by a negation multiplies by the negated constant instead
+    (x * -c is -(x * c) exactly).  A failing call is put down to its stage by its line."""
     names = {"empty_like": np.empty_like, "copyto": np.copyto, "fail": fail}
     sides = "".join(f"s{i}, " for i in range(1, len(operands)))
-    body = []
+    body: list[tuple[str, int]] = []        # (line, stage)
     cur, temp = ("out" if in_place else "x"), False
     shape = None          # the data's static shape where known (small chains: from the first reshape on)
+    negated = False       # the next stage's leading np.negative is done already
     for k, stage in enumerate(stages):
-        body.append(f"i = {k}")
         if stage.kind == "none":
             continue
         if stage.kind == "reshape":
@@ -341,7 +346,7 @@ def _generate(stages: list[Stage], operands: list[int], in_place: bool, fail, sm
                 continue
             shape = names[f"shape{k}"] = stage.shape
             for register in {cur, "out"} | ({"t"} if temp else set()):
-                body.append(f"{register} = {register}.reshape(shape{k})")
+                body.append((f"{register} = {register}.reshape(shape{k})", k))
             continue
         names[f"f{k}"] = stage.fn
         if stage.in_place and cur != "x":
@@ -350,35 +355,48 @@ def _generate(stages: list[Stage], operands: list[int], in_place: bool, fail, sm
             dst = "out"
         else:
             if not temp:
-                body.append("t = empty_like(out)")
+                body.append(("t = empty_like(out)", k))
                 temp = True
             dst = "t"
         if stage.kind == "unary" and small and stage.ufuncs is not None:
-            src = cur
-            for j, (ufunc, constant) in enumerate(stage.ufuncs):
-                names[f"f{k}_{j}"], names[f"c{k}_{j}"] = ufunc, constant
-                body.append(f"f{k}_{j}({src}, c{k}_{j}, {_out(ufunc, dst)})" if constant is not None
-                            else f"f{k}_{j}({src}, {dst})")
+            src, calls = cur, stage.ufuncs[1:] if negated else stage.ufuncs
+            if negated and src != dst:
+                body.append((f"copyto({dst}, {src})", k))
                 src = dst
+            for j, (ufunc, constant) in enumerate(calls):
+                names[f"f{k}_{j}"], names[f"c{k}_{j}"] = ufunc, constant
+                body.append((f"f{k}_{j}({src}, c{k}_{j}, {_out(ufunc, dst)})" if constant is not None
+                             else f"f{k}_{j}({src}, {dst})", k))
+                src = dst
+            negated = False
         elif stage.kind == "unary":
-            body.append(f"f{k}({cur}, {dst})")
+            body.append((f"f{k}({cur}, {dst})", k))
         else:
             side = f"s{stage.side_operand}"
+            following = stages[k + 1] if k + 1 < len(stages) else None
+            value = (constants or {}).get(stage.side_operand)
+            if small and stage.fn is np.multiply and value is not None and following is not None \
+                    and following.kind == "unary" and following.ufuncs and following.ufuncs[0] == (np.negative, None):
+                names[f"c{k}"] = np.negative(value)
+                side, negated = f"c{k}", True
             out = _out(stage.fn, dst)
-            body.append(f"f{k}({cur}, {side}, {out})" if stage.data == 0 else f"f{k}({side}, {cur}, {out})")
+            body.append((f"f{k}({cur}, {side}, {out})" if stage.data == 0 else f"f{k}({side}, {cur}, {out})", k))
         if dst == "t":          # the temporary holds the value: the two buffers trade names
-            body.append("t, out = out, t")
-            body.append("moved = not moved")
+            body += [("t, out = out, t", k), ("moved = not moved", k)]
             dst = "out"
         cur = dst
-    lines = [f"def chain(x, {sides}out):", "    i = 0"]
+    lines = [f"def chain(x, {sides}out):"]
     if temp:
         lines.append("    moved = False")
     lines.append("    try:")
-    lines += ["        " + line for line in body]
+    first = len(lines) + 1                   # line numbers start at 1
+    lines += ["        " + line for line, _ in body]
+    stage_at = {first + n: k for n, (_, k) in enumerate(body)}
     if temp:     # `out` may be the temporary now: the caller's array is `t`
         lines += ["        if moved:", "            copyto(t, out)", "            return t"]
-    lines += ["        return out", "    except Exception as exc:", "        raise fail(i, exc, (x,)) from None"]
+    lines += ["        return out", "    except Exception as exc:",
+              "        raise fail(stage_at.get(exc.__traceback__.tb_lineno, 0), exc, (x,)) from None"]
+    names["stage_at"] = stage_at
     source = "\n".join(lines)
     exec(compile(source, "<irrun fused chain>", "exec"), names)
     return names["chain"]
