@@ -13,13 +13,18 @@ says where OpenVINO rounds).  On the steps left, `rewrite` makes:
   buffer, so the result is bit for bit theirs.  A large tensor runs the chain in parts on
   every core (irrun/threads.py), one hand-off for the whole chain.
 * **Heads.**  The chain may start at the layer that makes its first input, when that layer
-  returns an array of its own (`outputs_are_new`): the chain then runs in that array.  A
-  Convolution or GroupConvolution (float, constant filter) whose chain multiplies and adds
-  only per-channel tensors or scalars runs the chain inside its kernel, on each block of
-  output while the block is in cache (bias, activation: irrun/ops/convolution.py's blocks).
+  returns an array of its own (`outputs_are_new`: a Convolution and its bias and activation,
+  a MatMul and its bias, MVN and a layer norm's scale and shift): the chain then runs in that
+  array.  (Running the chain inside the convolution's kernel, on each block of output while it
+  is in cache, was measured 2-9% slower than whole-tensor passes on this NumPy: not done.)
 * **KV caches grown in place** (see `_kv_caches`): ReadValue -> [Gather(beam_idx)] -> Concat
   -> Assign keeps the variable in a buffer with room to grow; each step writes the new
-  tokens after the old ones instead of copying the whole cache twice.
+  tokens after the old ones instead of copying the whole cache twice, and a Gather whose
+  beam_idx keeps every row where it is hands its input on.
+
+What a fused step gains is the executor's work per layer and an allocation per chain (most
+intermediates were already computed in place: executor.StepInfo.consumable); on large tensors
+the time is the NumPy passes', fused or not.
 
 An intermediate is never fused away when it is a Result, an Assign reads it, another layer reads
 it, or a watcher that reads values selects its layer: watched runs use a variant of the plan

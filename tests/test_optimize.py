@@ -349,3 +349,24 @@ def test_fused_chain_is_not_an_op_of_the_graph(tmp_path):
     out = m.save(tmp_path / "again.xml")
     assert "FusedChain" not in out.read_text() and out.read_text().count("<layer ") == \
         xml.read_text().count("<layer ")
+
+
+def test_bodies_follow_the_models_setting(tmp_path):
+    """A TensorIterator's body: its chain fused with optimize on, not with it off; OpenVINO's values."""
+    x, h0 = ops.parameter([2, 4, 3], ov.Type.f32, name="x"), ops.parameter([2, 3], ov.Type.f32, name="h0")
+    xi, hi = ops.parameter([2, 1, 3], ov.Type.f32), ops.parameter([2, 3], ov.Type.f32)
+    h = ops.tanh(ops.sigmoid(ops.add(ops.add(ops.matmul(ops.squeeze(xi, [1]), _c((3, 3)), False, False),
+                                             ops.matmul(hi, _c((3, 3)), False, False)), _c((3,)))))
+    r_h = ops.result(h)
+    ti = ops.tensor_iterator()
+    ti.set_function(ov.Model([r_h], [xi, hi]))
+    ti.set_sliced_input(xi, x.output(0), 0, 1, 1, -1, 1)
+    ti.set_merged_input(hi, h0.output(0), r_h.output(0))
+    xml = save(ov.Model([ops.result(ti.get_iter_value(r_h.output(0), -1))], [x, h0]), tmp_path)
+    feeds = {"x": RNG.standard_normal((2, 4, 3)).astype(np.float32), "h0": np.zeros((2, 3), np.float32)}
+    on = check_both_ways(xml, feeds)
+    off = irrun.load(xml, optimize=False)
+    for m, fused in ((on, True), (off, False)):
+        op = next(s.op for s in m._plan.steps if s.node.bodies)
+        runner = op.runner("body")
+        assert any(s.members for s in runner.plan.steps) is fused
