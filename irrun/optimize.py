@@ -256,37 +256,23 @@ class FusedChain:
         step_inputs = self.fused_inputs
         # Overwriting the data in place: only where no other operand may be a view of it (a later
         # stage would read what an earlier one overwrote); constants never are.
-        risky = tuple(i for i, p in enumerate(operands[1:]) if step_inputs[p] not in plan.constants)
+        risky = [p for p in operands[1:] if step_inputs[p] not in plan.constants]
         consumed = self.head or (info is not None and self.stages[0].data in info.consumable)
         out_type = self.nodes[-1].types[0]
-        small = is_static(out_type.shape) and prod(out_type.shape) < INLINE_ELEMENTS
+        static = info is not None and is_static(out_type.shape)
+        small = static and prod(out_type.shape) < INLINE_ELEMENTS
         constants = {i: plan.constants[step_inputs[p]] for i, p in enumerate(operands) if i and p >= 0
                      and step_inputs[p] in plan.constants}
-        chain = _generate(self.stages, operands, True, self._fail, small, constants) if consumed else None
-        fresh = _generate(self.stages, operands, False, self._fail, small, constants) if not self.head else None
-        has_reshape = any(s.kind == "reshape" for s in self.stages)
         cost = sum(s.cost for s in self.stages)
-        if info is not None and is_static(out_type.shape):
-            worth = threads.worth_parts(prod(out_type.shape), cost) and not has_reshape
+        if any(s.kind == "reshape" for s in self.stages):
+            parts = "never"                 # (a part's shape is not the shape a Reshape names)
+        elif static:
+            parts = "always" if threads.worth_parts(prod(out_type.shape), cost) else "never"
         else:
-            worth = not has_reshape        # decided per call
-        picks = tuple(operands)            # positions of the chain's operands among the step's inputs
-        head = self.head
-
-        def run_chain(x, args):
-            sides = [args[p] for p in picks[1:]]
-            in_place = consumed and (head or not any(np.may_share_memory(x, sides[i]) for i in risky))
-            code = chain if in_place else fresh
-            if worth and threads.worth_parts(x.size, cost):
-                with np.errstate(all="ignore"):
-                    return threads.in_parts(code, x if in_place else np.empty_like(x), x, *sides, cost=cost)
-            return code(x, *sides, x if in_place else np.empty_like(x))
-
-        if not self.head:
-            data = picks[0]
-            return lambda *args: run_chain(args[data], args)
-        head_kernel = self._head_kernel(info, n_head)
-        return lambda *args: run_chain(head_kernel(*args[:n_head]), args)
+            parts = "when large"
+        head = self._head_kernel(info, n_head) if self.head else None
+        return _kernel(self.stages, operands, len(step_inputs), head, n_head, consumed, risky, parts, cost, small,
+                       constants, self._fail)
 
     def _operands(self) -> list[int]:
         """Step input positions of the chain's data (-1: the head's output) and of each binary
@@ -299,25 +285,20 @@ class FusedChain:
         return picks
 
     def _head_kernel(self, info, n_head: int):
-        """The head's kernel, its errors located at its layer."""
+        """The head's kernel, bound as it would be on its own."""
         head = self.head_step
         kernel = None
         if info is not None and hasattr(head.op, "bind"):
             kernel = head.op.bind(replace(self.plan.step_info(head),
                                           consumable=frozenset(i for i in info.consumable if i < n_head)))
-        kernel = kernel or head.op.run
-        fail = self.plan._located
-        node = head.node
+        return kernel or head.op.run
 
-        def run_head(*args):
-            try:
-                out = kernel(*args)
-            except Exception as exc:  # noqa: BLE001 - reported at the head's layer
-                raise fail(node, exc, args) from None
-            return out[0] if type(out) is tuple else out
-        return run_head
+    def _head_failed(self, exc: BaseException, args) -> IrrunError:
+        return self.plan._located(self.head_step.node, exc, args)
 
     def _fail(self, i: int, exc: BaseException, args) -> IrrunError:
+        if i < 0:
+            return self._head_failed(exc, args)
         return self.plan._located(self.stages[i].node, exc, args)
 
 
@@ -327,19 +308,16 @@ def _out(ufunc, name: str) -> str:
     return f"out={name}" if ufunc in (np.maximum, np.minimum) else name
 
 
-def _generate(stages: list[Stage], operands: list[int], in_place: bool, fail, small: bool = False,
-              constants: dict | None = None) -> Callable:
-    """`chain(x, *sides, out)`: the stages' code, the result left in `out` and returned (`x` is
-    `out` when `in_place`).  A stage that cannot write over its input writes into a temporary,
-    which becomes the working buffer; the result is copied into `out` at the end if it is there.
+def _body(stages: list[Stage], side, in_place: bool, small: bool, constants: dict, names: dict):
+    """The stages as lines of code on the registers x (the data, read only unless `in_place`), out
+    (the buffer written) and t (a temporary, made when a stage cannot write over its input: the
+    value then moves to it and the two trade names).  `side(j)`: the expression of operand j.
     `small`: static data of fewer than INLINE_ELEMENTS elements, where a unary stage's NumPy calls
     are written out (a Python call is a third of the time of a ufunc on 16 elements), a Reshape to
-    the shape the data has already is left out, and a Multiply by a constant (`constants`: side
-    operand -> its value) followed by a negation multiplies by the negated constant instead
-    (x * -c is -(x * c) exactly).  A failing call is put down to its stage by its line."""
-    names = {"empty_like": np.empty_like, "copyto": np.copyto, "fail": fail}
-    sides = "".join(f"s{i}, " for i in range(1, len(operands)))
-    body: list[tuple[str, int]] = []        # (line, stage)
+    the shape the data has already is left out, and a Multiply by a constant (`constants`: operand
+    -> its value) followed by a negation multiplies by the negated constant (x * -c is -(x * c)
+    exactly).  Returns [(line, stage)] and whether the value may end in the temporary."""
+    body: list[tuple[str, int]] = []
     cur, temp = ("out" if in_place else "x"), False
     shape = None          # the data's static shape where known (small chains: from the first reshape on)
     negated = False       # the next stage's leading np.negative is done already
@@ -377,34 +355,90 @@ def _generate(stages: list[Stage], operands: list[int], in_place: bool, fail, sm
         elif stage.kind == "unary":
             body.append((f"f{k}({cur}, {dst})", k))
         else:
-            side = f"s{stage.side_operand}"
+            operand = side(stage.side_operand)
             following = stages[k + 1] if k + 1 < len(stages) else None
-            value = (constants or {}).get(stage.side_operand)
+            value = constants.get(stage.side_operand)
             if small and stage.fn is np.multiply and value is not None and following is not None \
                     and following.kind == "unary" and following.ufuncs and following.ufuncs[0] == (np.negative, None):
                 names[f"c{k}"] = np.negative(value)
-                side, negated = f"c{k}", True
+                operand, negated = f"c{k}", True
             out = _out(stage.fn, dst)
-            body.append((f"f{k}({cur}, {side}, {out})" if stage.data == 0 else f"f{k}({side}, {cur}, {out})", k))
-        if dst == "t":          # the temporary holds the value: the two buffers trade names
+            body.append((f"f{k}({cur}, {operand}, {out})" if stage.data == 0 else f"f{k}({operand}, {cur}, {out})", k))
+        if dst == "t":
             body += [("t, out = out, t", k), ("moved = not moved", k)]
             dst = "out"
         cur = dst
-    lines = [f"def chain(x, {sides}out):"]
-    if temp:
-        lines.append("    moved = False")
+    return body, temp
+
+
+def _compile(lines: list[str], body: list[tuple[str, int]], first: int, names: dict, name: str) -> Callable:
+    """`lines` (a function whose body lines start at `first`) compiled in `names`; a failing line
+    is put down to its stage through `stage_at`."""
+    names.setdefault("stage_at", {}).update({first + n: k for n, (_, k) in enumerate(body)})
+    exec(compile("\n".join(lines), "<irrun fused chain>", "exec"), names)
+    return names[name]
+
+
+def _chain(stages, operands, in_place, fail, small=False, constants=None) -> Callable:
+    """`chain(x, *sides, out)`: the stages with the result left in `out` (`x` is `out` when
+    `in_place`): what a part of a large tensor runs (threads.in_parts)."""
+    names = {"empty_like": np.empty_like, "copyto": np.copyto, "fail": fail}
+    sides = [f"s{j}" for j in range(1, len(operands))]
+    body, temp = _body(stages, lambda j: f"s{j}", in_place, small, constants or {}, names)
+    lines = [f"def chain(x, {''.join(s + ', ' for s in sides)}out):"] + (["    moved = False"] if temp else [])
     lines.append("    try:")
-    first = len(lines) + 1                   # line numbers start at 1
+    first = len(lines) + 1
     lines += ["        " + line for line, _ in body]
-    stage_at = {first + n: k for n, (_, k) in enumerate(body)}
-    if temp:     # `out` may be the temporary now: the caller's array is `t`
+    if temp:     # the value is in the temporary when the names were traded an odd number of times
         lines += ["        if moved:", "            copyto(t, out)", "            return t"]
     lines += ["        return out", "    except Exception as exc:",
               "        raise fail(stage_at.get(exc.__traceback__.tb_lineno, 0), exc, (x,)) from None"]
-    names["stage_at"] = stage_at
-    source = "\n".join(lines)
-    exec(compile(source, "<irrun fused chain>", "exec"), names)
-    return names["chain"]
+    return _compile(lines, body, first, names, "chain")
+
+
+def _kernel(stages, operands, n_inputs: int, head, n_head: int, consumed: bool, risky: list[int], parts: str,
+            cost: float, small: bool, constants: dict, fail) -> Callable:
+    """The fused step's kernel, one generated function of the step's inputs: the head's kernel
+    (if any), the buffer the chain writes (the head's output; the data where it dies here and no
+    other operand is a view of it; else a new one), then the stages, or the chain in parts on
+    every core for a large tensor (`parts`: "never", "always", "when large")."""
+    names = {"empty_like": np.empty_like, "copyto": np.copyto, "fail": fail, "head": head,
+             "may_share": np.may_share_memory, "in_parts": threads.in_parts, "errstate": np.errstate,
+             "LARGE": -(-2 * threads.MIN_PART_ELEMENTS // max(int(cost), 1)), "COST": cost}
+    inputs = [f"i{n}" for n in range(n_inputs)]
+    sides = ", ".join(f"i{p}" for p in operands[1:])
+    lines = [f"def fused({', '.join(inputs)}):"]
+    if head is not None:
+        arguments = ", ".join(inputs[:n_head])
+        lines += ["    try:", f"        x = head({arguments})",
+                  "        if type(x) is tuple:", "            x = x[0]", "    except Exception as exc:",
+                  f"        raise fail(-1, exc, ({arguments},)) from None",
+                  "    out = x"]
+        in_place = True
+    else:
+        lines.append(f"    x = i{operands[0]}")
+        in_place = consumed
+        if consumed and risky:
+            names["fresh"] = _chain(stages, operands, False, fail, small, constants)
+            shared = " or ".join(f"may_share(x, i{p})" for p in risky)
+            lines += [f"    if {shared}:", f"        return fresh(x, {sides + ', ' if sides else ''}empty_like(x))"]
+        lines.append("    out = x" if consumed else "    out = empty_like(x)")
+    if parts != "never":
+        names["chain"] = _chain(stages, operands, in_place, fail, small, constants)
+        call = f"in_parts(chain, out, x, {sides + ', ' if sides else ''}cost=COST)"
+        if parts == "always":
+            lines += ["    with errstate(all='ignore'):", f"        return {call}"]
+        else:
+            lines += ["    if x.size >= LARGE:", "        with errstate(all='ignore'):", f"            return {call}"]
+    body, temp = _body(stages, lambda j: f"i{operands[j]}", in_place, small, constants, names)
+    if temp:
+        lines.append("    moved = False")
+    lines.append("    try:")
+    first = len(lines) + 1
+    lines += ["        " + line for line, _ in body]
+    lines += ["        return out", "    except Exception as exc:",
+              "        raise fail(stage_at.get(exc.__traceback__.tb_lineno, 0), exc, (x,)) from None"]
+    return _compile(lines, body, first, names, "fused")
 
 
 # ---------------------------------------------------------------- watching fused steps
