@@ -18,8 +18,6 @@ from __future__ import annotations
 from math import prod
 from typing import Callable
 
-import numpy as np
-
 from .errors import IrrunError, ModelError
 from .registry import TensorType
 from .shapes import is_static
