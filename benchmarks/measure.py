@@ -111,8 +111,9 @@ def constant_bytes(plan) -> int:
 
 
 def executor_overhead_us(model, inputs, repeat: int = 50) -> float | None:
-    """Per step, what irrun's executor costs around the kernels: the plan's own loop timed with
-    every kernel swapped for one that does nothing (static plans only; None otherwise)."""
+    """Per layer run, what irrun's executor costs around the kernels: the plan's own loop timed with
+    every kernel swapped for one that does nothing, over the layers it runs (a fused step runs
+    several: irrun/optimize.py) (static plans only; None otherwise)."""
     plan = model._plan
     program = getattr(plan, "_program", None)    # (older plans have no program to swap)
     if program is None or plan.dynamic or not plan.steps:
@@ -123,7 +124,7 @@ def executor_overhead_us(model, inputs, repeat: int = 50) -> float | None:
         best = min(_timed(lambda: plan.run(feeds)) for _ in range(repeat))
     finally:
         plan._program = program
-    return best / len(plan.steps) * 1e6
+    return best / len(getattr(plan, "layer_steps", plan.steps)) * 1e6
 
 
 def _nothing(*args):
@@ -143,7 +144,8 @@ def irrun_details(model, inputs) -> dict:
     by_type: dict[str, float] = {}
     for layer, seconds in timings:
         by_type[layer.op_type] = by_type.get(layer.op_type, 0.0) + seconds
-    return {"steps": len(plan.steps), "live_set_mib": live_set_bytes(plan) / 2**20,
+    return {"steps": len(plan.steps), "layers": len(getattr(plan, "layer_steps", plan.steps)),
+            "live_set_mib": live_set_bytes(plan) / 2**20,
             "constants_mib": constant_bytes(plan) / 2**20, "overhead_us": executor_overhead_us(model, inputs),
             "profile": sorted(by_type.items(), key=lambda kv: -kv[1])}
 

@@ -102,6 +102,8 @@ def measure(runtime: str, model: Path, inputs: Path, outputs: Path, args) -> dic
     # PYTHONDONTWRITEBYTECODE is set: load times then do not include compiling irrun's sources.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(outputs.parent / "pycache")
+    if not args.optimize:
+        env["IRRUN_OPTIMIZE"] = "0"
     if args.threads:
         cmd += ["--threads", str(args.threads)]
         for var in ("IRRUN_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -283,7 +285,8 @@ def _err(r: dict) -> str:
 
 def print_tables(results: dict[str, dict], onnx: bool) -> None:
     print("### Latency (median, batch 1; of each runtime's rounds, the lowest median)\n")
-    head = "| network | steps | irrun ms | OpenVINO ms | irrun/OV | best irrun/OV | us/step | executor us/step |"
+    head = "| network | layers (steps) | irrun ms | OpenVINO ms | irrun/OV | best irrun/OV | us/layer | " \
+           "executor us/layer |"
     rule = "|---|---:|---:|---:|---:|---:|---:|---:|"
     if onnx:
         head, rule = head + " ONNX ref ms | ONNX/OV |", rule + "---:|---:|"
@@ -291,10 +294,12 @@ def print_tables(results: dict[str, dict], onnx: bool) -> None:
     print(rule + "---:|")
     for name, r in results.items():
         ir, ov = r["irrun"], r["openvino"]
-        per_step = f"{ir['median_s'] / ir['steps'] * 1e6:.1f}" if "steps" in ir and "median_s" in ir else "-"
+        layers = ir.get("layers", ir.get("steps"))
+        per_layer = f"{ir['median_s'] / layers * 1e6:.2f}" if layers and "median_s" in ir else "-"
         overhead = f"{ir['overhead_us']:.2f}" if ir.get("overhead_us") is not None else "-"
-        line = f"| {name} | {ir.get('steps', '-')} | {_ms(ir, 'median_s')} | {_ms(ov, 'median_s')} | " \
-               f"{_ratio(ir, ov, 'median_s')} | {_ratio(ir, ov, 'best_s')} | {per_step} | {overhead} |"
+        counted = f"{layers} ({ir['steps']})" if layers and layers != ir.get("steps") else ir.get("steps", "-")
+        line = f"| {name} | {counted} | {_ms(ir, 'median_s')} | {_ms(ov, 'median_s')} | " \
+               f"{_ratio(ir, ov, 'median_s')} | {_ratio(ir, ov, 'best_s')} | {per_layer} | {overhead} |"
         if onnx:
             ox = r.get("onnx", {"error": "n/a"})
             line += f" {_ms(ox, 'median_s')} | {_ratio(ox, ov, 'median_s')} |"
@@ -339,6 +344,8 @@ def main():
                                                     "included, and OpenVINO's INFERENCE_NUM_THREADS); "
                                                     "default: each runtime's own (every core)")
     parser.add_argument("--json", type=Path, help="also write the raw results here")
+    parser.add_argument("--no-optimize", dest="optimize", action="store_false",
+                        help="irrun without its load-time rewriting (IRRUN_OPTIMIZE=0)")
     args = parser.parse_args()
     args.repeat = args.repeat or (5 if args.quick else 20)
     args.budget = args.budget or (3.0 if args.quick else 20.0)

@@ -27,8 +27,10 @@ overlap it (Add(x, Reshape(x))): NumPy ufuncs handle that.
 from __future__ import annotations
 
 import os
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from operator import itemgetter
 from typing import Callable
 
@@ -38,6 +40,7 @@ from .analysis import SINK_TYPES, Analysis, Node
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
+from .shape_check import StepCheck, checked
 from .watch import BODY_WATCH, TOP, Produced, Scope, key_names
 
 
@@ -82,10 +85,14 @@ class Step:
     out_nbytes: list[int | None]   # static output sizes (None: known only at run time)
     kernel: Callable = None    # op.run, or what op.bind returned
     consumable: frozenset[int] = frozenset()
-    checked: tuple | None = None   # dynamic models: the input shapes (and small values) last checked
+    check: Callable | None = None  # dynamic models: the check before it runs (irrun/shape_check.py)
     volatile: tuple[bool, ...] = ()   # per output: a later step may overwrite its buffer in place
     complete: Callable | None = None  # op.run, where the bound kernel may skip outputs nobody reads
     key_name: str = ""                # the name its tensors' keys use (irrun/watch.py: key_names)
+    position: int = 0                 # its index among the unrewritten steps (a fused step: its last layer's)
+    members: tuple = ()               # a fused step (irrun/optimize.py): every layer it runs, in order
+    types_in: list | None = None      # a fused step: its inputs' types (else those of node's inputs)
+    used: tuple = ()                  # per output: does a later step or a Result read it
 
     def program(self) -> tuple:
         """(kernel, gather inputs, spread the inputs, single output slot or None, outputs, free)."""
@@ -95,14 +102,34 @@ class Step:
         return self.kernel, gather, n != 1, single, tuple(self.outputs), tuple(self.free)
 
 
+@dataclass
+class Variant:
+    """One rewriting of a plan's steps, bound and ready to run (see `Plan.variant`)."""
+
+    steps: list[Step]
+    program: list[tuple]
+    folded_before: dict[int, list[Node]] = field(default_factory=dict)   # like Plan.folded_before
+    routes: dict[tuple, "_Route"] = field(default_factory=dict)
+
+    @property
+    def hidden(self) -> frozenset[str]:
+        """Layers whose outputs no step of this variant produces (inside fused steps)."""
+        found = getattr(self, "_hidden", None)
+        if found is None:
+            found = self._hidden = frozenset(n.id for step in self.steps for n in step.members[:-1])
+        return found
+
+
 class Plan:
     def __init__(self, analysis: Analysis, result_ids: list[str], parameter_ids: list[str],
                  memory_limit: int | None = None, release: Callable[[np.ndarray], object] | None = None,
-                 read_constant: Callable[[Node, int, np.ndarray], np.ndarray] | None = None):
+                 read_constant: Callable[[Node, int, np.ndarray], np.ndarray] | None = None,
+                 optimize: bool = True):
         """`release(array)`: told of each constant folding no longer needs (a mapped f16 weight
         once decompressed), so that its memory can go before the next one is decompressed.
         `read_constant(node, i, value)`: what `node` reads as its constant input i (irrun/precision.py
-        rounds folded f16 arithmetic where OpenVINO keeps the folded result in f16); by default `value`."""
+        rounds folded f16 arithmetic where OpenVINO keeps the folded result in f16); by default `value`.
+        `optimize`: rewrite the steps as irrun/optimize.py does (fused chains, KV caches grown in place)."""
         self.analysis = analysis
         self.memory_limit = memory_limit or default_memory_limit()
         nodes = analysis.nodes
@@ -168,31 +195,33 @@ class Plan:
                 else:
                     sizes.append(None)
                     self.dynamic = True
-            steps.append(Step(node, node.op, ins, outs, [], sizes))
+            steps.append(Step(node, node.op, ins, outs, [], sizes, position=len(steps)))
         self.result_slots = [self.slot_of[(rid, 0)] for rid in result_ids]
+        self.optimize = optimize
         for step in steps:
             if hasattr(step.op, "memory_limit"):      # an op with bodies: their plans keep this limit
                 step.op.memory_limit = self.memory_limit
-        self.steps = steps
-        self.n_slots = len(self.slot_of)
-        self._schedule_frees()
-        self._bind_kernels()
-        for step in steps:
+                step.op.optimize = optimize
             for size in step.out_nbytes:
                 if size is not None:
                     self._check_size(step.node, size)
+        self.n_slots = len(self.slot_of)
+        self.key_names = key_names(analysis.document.graph.layers.values())
+        for step in steps:
+            step.key_name = self.key_names[step.node.id]
+        self.layer_steps = steps          # one step per layer run, as folded at load (variants start here)
         # What every call starts from: the constants in their slots.
         self._initial: list = [None] * self.n_slots
         for s, v in self.constants.items():
             self._initial[s] = v
-        self._program = [step.program() for step in steps]
-        self._routes: dict[tuple, _Route] = {}
-        self.key_names = key_names(analysis.document.graph.layers.values())
         # (node, port, value) -> the value as the model reports it, for watchers (set by the model
         # when it computes in other types than it declares: irrun/precision.py); None: as computed
         self.report: Callable | None = None
-        for step in steps:
-            step.key_name = self.key_names[step.node.id]
+        self.checked_kinds: dict[tuple, list] = {}     # run-time checks passed (irrun/shape_check.py)
+        self._variants: dict[frozenset, Variant] = {}
+        self._variant_lock = threading.Lock()
+        self.main = self.variant(frozenset())
+        self.steps, self._program = self.main.steps, self.main.program
 
     def _constant_as_read(self, node: Node, i: int, s: int, read_constant) -> int:
         """The slot of constant input i as `node` reads it: a slot of its own when that differs."""
@@ -207,31 +236,87 @@ class Plan:
         self.constants[own] = seen
         return own
 
+    # ------------------------------------------------------------ variants
+    def variant(self, keep: frozenset) -> Variant:
+        """The steps as run when the layers in `keep` must show their outputs (a watcher reads
+        them): rewritten by irrun/optimize.py where `optimize` is on, except where a fusion would
+        hide one of them; frees scheduled, kernels bound.  Made once per `keep`."""
+        found = self._variants.get(keep)
+        if found is None:
+            with self._variant_lock:
+                found = self._variants.get(keep)
+                if found is None:
+                    if len(self._variants) > 8:
+                        self._variants = {k: v for k, v in self._variants.items() if not k}
+                    found = self._variants[keep] = self._make_variant(keep)
+        return found
+
+    def _make_variant(self, keep: frozenset) -> Variant:
+        steps = [replace(step, free=[], check=None) for step in self.layer_steps]
+        if self.optimize:
+            from .optimize import rewrite
+            steps = rewrite(self, steps, keep)
+        self._schedule_frees(steps)
+        self._bind_kernels(steps)
+        program = []
+        for step in steps:
+            entry = step.program()
+            if None in step.out_nbytes:
+                step.check = StepCheck(self, step)
+                entry = (checked(step.check, entry[2]),) + entry[1:]
+            program.append(entry)
+        variant = Variant(steps, program)
+        # folded layers: reported before the first step that comes after them in the layer order
+        k = 0
+        for position in sorted(self.folded_before):
+            while k < len(steps) and steps[k].position < position:
+                k += 1
+            variant.folded_before.setdefault(k, []).extend(self.folded_before[position])
+        return variant
+
+    def variant_for(self, watchers: tuple) -> Variant:
+        """The variant that shows every layer whose values a watcher reads: the main one unless it
+        hides one of them; else one made keeping them all (no fusion hides what is kept)."""
+        hidden = self.main.hidden
+        if not hidden:
+            return self.main
+        wanted: set = set()
+        for w in watchers:
+            if w.wants_values:
+                if w.layers is None:
+                    return self.variant(self._every_layer)
+                wanted |= w.layers
+        return self.variant(frozenset(wanted)) if not hidden.isdisjoint(wanted) else self.main
+
+    @cached_property
+    def _every_layer(self) -> frozenset:
+        return frozenset(step.node.id for step in self.layer_steps)
+
     # ------------------------------------------------------------ load-time analysis
-    def _last_use(self) -> dict[int, int]:
+    def _last_use(self, steps: list[Step]) -> dict[int, int]:
         """Slot -> index of the last step that reads it, or of its producer when nobody does."""
         last: dict[int, int] = {}
-        for k, step in enumerate(self.steps):
+        for k, step in enumerate(steps):
             for s in step.outputs:
                 last[s] = k
             for s in step.inputs:
                 last[s] = k
         return last
 
-    def _schedule_frees(self) -> None:
+    def _schedule_frees(self, steps: list[Step]) -> None:
         keep = set(self.result_slots) | set(self.constants) | set(self.parameter_slots.values())
-        for s, k in self._last_use().items():
+        for s, k in self._last_use(steps).items():
             if s not in keep:
-                self.steps[k].free.append(s)
+                steps[k].free.append(s)
 
-    def _consumable_slots(self) -> tuple[dict[int, set[int]], dict[int, list[int]]]:
+    def _consumable_slots(self, steps: list[Step]) -> tuple[dict[int, set[int]], dict[int, list[int]]]:
         """Step index -> slots it may overwrite (see the module docstring for the rule); and
         slot -> the outputs that may be views of it."""
-        last = self._last_use()
+        last = self._last_use(steps)
         producer_fresh: dict[int, bool] = {}
         view_outputs: dict[int, list[int]] = {}      # slot -> outputs that may be views of it
         pinned = set(self.result_slots)
-        for step in self.steps:
+        for step in steps:
             fresh = getattr(step.op, "outputs_are_new", False)
             for s in step.outputs:
                 producer_fresh[s] = fresh
@@ -254,37 +339,41 @@ class Plan:
             return True
 
         found: dict[int, set[int]] = {}
-        for k, step in enumerate(self.steps):
+        for k, step in enumerate(steps):
             for s in step.inputs:
                 if producer_fresh.get(s) and last.get(s) == k and dies_at(s, k):
                     found.setdefault(k, set()).add(s)
         return found, view_outputs
 
-    def _bind_kernels(self) -> None:
-        consumable, view_outputs = self._consumable_slots()
-        read = {s for step in self.steps for s in step.inputs} | set(self.result_slots)
-        for k, step in enumerate(self.steps):
+    def step_info(self, step: Step) -> StepInfo:
+        types_in = step.types_in if step.types_in is not None else \
+            [self.analysis.type_of(src) for src in step.node.inputs]
+        return StepInfo(types_in, list(step.node.types[:len(step.outputs)]), step.consumable, (True,) * len(step.outputs))
+
+    def _bind_kernels(self, steps: list[Step]) -> None:
+        consumable, view_outputs = self._consumable_slots(steps)
+        read = {s for step in steps for s in step.inputs} | set(self.result_slots)
+        for k, step in enumerate(steps):
             bind = getattr(step.op, "bind", None)
             kernel = None
             if bind is not None:
                 dying = consumable.get(k, set())
                 step.consumable = frozenset(i for i, s in enumerate(step.inputs) if s in dying)
-                info = StepInfo([self.analysis.type_of(src) for src in step.node.inputs],
-                                list(step.node.types[:len(step.outputs)]), step.consumable,
-                                tuple(s in read for s in step.outputs))
+                step.used = tuple(s in read for s in step.outputs)
+                info = replace(self.step_info(step), used=step.used)
                 kernel = bind(info)
                 if kernel is not None and not all(info.used):
                     step.complete = step.op.run
             step.kernel = kernel or step.op.run
         # What a watcher must copy to keep: buffers a step may overwrite, and the views of them.
-        overwritten = {step.inputs[i] for step in self.steps for i in step.consumable}
+        overwritten = {step.inputs[i] for step in steps for i in step.consumable}
         todo = list(overwritten)
         while todo:
             for v in view_outputs.get(todo.pop(), ()):
                 if v not in overwritten:
                     overwritten.add(v)
                     todo.append(v)
-        for step in self.steps:
+        for step in steps:
             step.volatile = tuple(s in overwritten for s in step.outputs)
 
     # ------------------------------------------------------------ errors
@@ -316,27 +405,6 @@ class Plan:
             raise self._located(node, exc, args) from None
         return out if isinstance(out, tuple) else (out,)
 
-    def _check_runtime_types(self, step: Step, args: list[np.ndarray]) -> None:
-        """Dynamic models: re-infer with the actual shapes before allocating.
-
-        Shape inference is a function of the input shapes and of the values of small inputs
-        (which is all it is shown), so a step whose inputs repeat the last call's passes again.
-        """
-        key = tuple((a.shape, a.tobytes() if a.size <= 64 else None) for a in args)
-        if step.checked == key:
-            return
-        node = step.node
-        in_types = [TensorType(tuple(a.shape), t.etype, a if a.size <= 64 else None)
-                    for a, t in zip(args, (self.analysis.type_of(src) for src in node.inputs))]
-        try:
-            types = node.op.infer(in_types)
-        except IrrunError as exc:
-            raise ModelError(exc.message, layer=node.layer.ref, file=self.analysis.document.diagnostics.file) from None
-        for t in types:
-            if t is not None and is_static(t.shape) and t.etype.carrier is not None:
-                self._check_size(node, int(np.prod(t.shape, dtype=np.int64)) * t.etype.carrier.itemsize, t.shape)
-        step.checked = key
-
     # ------------------------------------------------------------ running
     def run(self, feeds: dict[str, np.ndarray], watchers: tuple = (), scope: Scope = TOP) -> list[np.ndarray]:
         """Run every step.  `watchers` (see irrun/watch.py) see each layer's outputs as its step
@@ -346,15 +414,15 @@ class Plan:
             slots[s] = feeds[pid]
         with np.errstate(all="ignore"):
             if watchers:
-                self._run_checked(slots, Watching(self, watchers, scope, slots))
-            elif not self.dynamic:
-                self._run_static(slots)
+                variant = self.variant_for(watchers)
+                self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))
             else:
-                self._run_checked(slots, None)
+                self._run_static(slots)
         return [slots[s] for s in self.result_slots]
 
     def _run_static(self, slots: list) -> None:
-        """The fast loop: sizes were checked at load, kernels are bound, nothing is looked up."""
+        """The fast loop: kernels are bound, nothing is looked up; sizes were checked at load, or
+        are checked by the kernels of the steps that need it (`shape_check.checked`)."""
         k, args = 0, ()
         try:
             for k, (kernel, gather, spread, single, outs, free) in enumerate(self._program):
@@ -371,16 +439,16 @@ class Plan:
             step = self.steps[k]
             raise self._located(step.node, exc, args if len(step.inputs) != 1 else (args,)) from None
 
-    def _run_checked(self, slots: list, watching: Watching | None) -> None:
+    def _run_checked(self, slots: list, variant: Variant, watching: Watching | None) -> None:
         """Dynamic shapes (sizes checked before each step that was not sized at load) and watchers."""
-        check = self.dynamic
+        steps = variant.steps
         folded = watching.route.folded if watching is not None else ()
-        for k, step in enumerate(self.steps):
+        for k, step in enumerate(steps):
             if k in folded:
                 watching.folded(k)
             args = [slots[s] for s in step.inputs]
-            if check and None in step.out_nbytes:
-                self._check_runtime_types(step, args)
+            if step.check is not None:
+                step.check(args)        # (watched runs use each step's own kernel)
             if watching is None:
                 out = self._run_step(step.node, step.kernel, args)
             else:
@@ -389,8 +457,8 @@ class Plan:
                 slots[s] = v
             for s in step.free:
                 slots[s] = None
-        if len(self.steps) in folded:
-            watching.folded(len(self.steps))
+        if len(steps) in folded:
+            watching.folded(len(steps))
 
     # ------------------------------------------------------------ watching
     def source_value(self, src: tuple[str, int]):
@@ -402,13 +470,13 @@ class Plan:
         t = self.analysis.type_of(src)
         return None if t is None else t.value
 
-    def route(self, watchers: tuple) -> _Route:
+    def route(self, variant: Variant, watchers: tuple) -> _Route:
         key = tuple(w.selection() for w in watchers)
-        found = self._routes.get(key)
+        found = variant.routes.get(key)
         if found is None:
-            if len(self._routes) > 16:
-                self._routes.clear()
-            found = self._routes[key] = _Route(self, watchers)
+            if len(variant.routes) > 16:
+                variant.routes.clear()
+            found = variant.routes[key] = _Route(self, variant, watchers)
         return found
 
 
@@ -416,7 +484,7 @@ class _Route:
     """Which of a set of watchers (by position) sees which layer; the same for every set that
     selects alike, so it is worked out once."""
 
-    def __init__(self, plan: Plan, watchers: tuple):
+    def __init__(self, plan: Plan, variant: Variant, watchers: tuple):
         self.choices: list[tuple[int, ...]] = [()]      # distinct index tuples; 0 is "nobody"
         index: dict[tuple[int, ...], int] = {(): 0}
 
@@ -434,11 +502,13 @@ class _Route:
         nodes = plan.analysis.nodes
         sources = [i for i, w in enumerate(watchers) if w.sources]
         self.parameters = [(nodes[pid], choice(nodes[pid])) for pid in plan.parameter_slots]
-        self.steps = [choice(step.node) for step in plan.steps]
+        # per step: its choice; a fused step: one per layer it runs
+        self.steps = [tuple(choice(n) for n in step.members) if step.members else choice(step.node)
+                      for step in variant.steps]
         # Folded layers a watcher wants, and the dropped ones their values need recomputed from.
         self.folded: dict[int, list[tuple[Node, int]]] = {}
         wanted = []
-        for position, folded in plan.folded_before.items():
+        for position, folded in variant.folded_before.items():
             for node in folded:
                 c = choice(node)
                 if any(i in sources for i in self.choices[c]):
@@ -457,7 +527,7 @@ class _Route:
                     self.readers[src[0]] = self.readers.get(src[0], 0) + 1
                     todo.append(nodes[src[0]])
         # Recomputing runs in plan order: a layer needed only as an input is computed at its place too.
-        for position, folded in plan.folded_before.items():
+        for position, folded in variant.folded_before.items():
             listed = {n.id for n, _ in self.folded.get(position, ())}
             extra = [(n, 0) for n in folded if n.id in self.recompute and n.id not in listed]
             if extra:
@@ -470,11 +540,11 @@ class _Route:
 class Watching:
     """One watched run of a plan: hands each watcher the layers it selects (see irrun/watch.py)."""
 
-    def __init__(self, plan: Plan, watchers: tuple, scope: Scope, slots: list):
+    def __init__(self, plan: Plan, variant: Variant, watchers: tuple, scope: Scope, slots: list):
         self.plan = plan
         self.scope = scope
         self.timed = any(w.timed for w in watchers)
-        route = self.route = plan.route(watchers)
+        route = self.route = plan.route(variant, watchers)
         sources = [w.sources for w in watchers]
         self.seeing = [tuple(watchers[i] for i in c) for c in route.choices]
         self.seeing_sources = [tuple(watchers[i] for i in c if sources[i]) for c in route.choices]
@@ -517,8 +587,10 @@ class Watching:
     def step(self, k: int, step: Step, args: list) -> tuple:
         """Run step `k` and show its outputs to the watchers that select it."""
         choice = self.route.steps[k]
-        seeing = self.seeing[choice]
         plan = self.plan
+        if type(choice) is tuple:
+            return self._fused_step(step, choice, args)
+        seeing = self.seeing[choice]
         if not seeing:
             return plan._run_step(step.node, step.kernel, args)
         op = step.op
@@ -536,4 +608,18 @@ class Watching:
                          step.key_name, plan.report)
         for w in seeing:
             w.produced(event)
+        return out
+
+    def _fused_step(self, step: Step, choices: tuple, args: list) -> tuple:
+        """A fused step: each of its layers is shown (irrun/optimize.py: `member_events`); no
+        watcher that reads values selects one whose output it hides (`Plan.variant_for`)."""
+        if not any(self.seeing[c] for c in choices):
+            return self.plan._run_step(step.node, step.kernel, args)
+        from .optimize import member_events
+        start = time.perf_counter()
+        out = self.plan._run_step(step.node, step.kernel, args)
+        seconds = time.perf_counter() - start
+        for event, c in zip(member_events(step, out, args, start, seconds, self.scope, self.plan.report), choices):
+            for w in self.seeing[c]:
+                w.produced(event)
         return out

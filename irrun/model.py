@@ -22,6 +22,7 @@ from .etypes import ElementType
 from .executor import Plan
 from .fingerprint import ModelSource, fingerprint_bytes, fingerprint_files
 from .ir import IRDocument, Layer, parse_document, v10_interface_type
+from .optimize import optimize_default
 from .precision import check_precision, prepare
 from .registry import TensorType
 from .results import Results
@@ -157,8 +158,10 @@ class Model:
     """
 
     def __init__(self, path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
-                 precision: str = "f32", strict: bool = False, memory: tuple[bytes, bytes | None] | None = None):
+                 precision: str = "f32", strict: bool = False, memory: tuple[bytes, bytes | None] | None = None,
+                 optimize: bool | None = None):
         check_precision(precision)
+        self.optimize = optimize_default() if optimize is None else bool(optimize)
         # Process-wide, like OpenBLAS's own count: set before anything runs (constant folding too).
         set_threads(threads) if threads is not None else current_threads()
         document, analysis, weights = _document_and_analysis(path, memory)
@@ -221,7 +224,7 @@ class Model:
             self.precision = self._execution.precision
             self._plan = Plan(self._execution.analysis, [l.id for l in results], [l.id for l in params],
                               self.max_memory, release=weights.release if weights is not None else None,
-                              read_constant=self._execution.read_constant)
+                              read_constant=self._execution.read_constant, optimize=self.optimize)
         if self._execution.analysis is not analysis:
             self._plan.report = self._reported
         self.__dict__.pop("graph", None)      # (its labels carry the inferred shapes)
@@ -491,7 +494,8 @@ class Model:
     def options(self) -> dict:
         """What `load` was given that decides the results (a pickle carries them; threads are the
         receiving process's own)."""
-        return {"max_memory": self.max_memory, "precision": self.precision, "strict": self.strict}
+        return {"max_memory": self.max_memory, "precision": self.precision, "strict": self.strict,
+                "optimize": self.optimize}
 
     def __reduce__(self):
         edits = {"shapes": self._reshaped, "outputs": list(self._added.values())}
@@ -600,17 +604,17 @@ def _unpickle_bytes(xml: bytes, weights: bytes, name: str, options: dict, edits:
 
 def load_bytes(xml: bytes | str, weights: bytes | memoryview | None = None, *, name: str = "model",
                max_memory: int | None = None, threads: int | None = None, precision: str = "f32",
-               strict: bool = False) -> Model:
+               strict: bool = False, optimize: bool | None = None) -> Model:
     """Load an IR held in memory: the XML text and the bytes of its `.bin` (kept, not copied), as
     `openvino.Core().read_model(xml_bytes, weights)` reads one.  Messages name it `<memory>/NAME.xml`.
     The options are `load`'s."""
     data = xml.encode("utf-8") if isinstance(xml, str) else bytes(xml)
     return Model(Path("<memory>") / f"{name}.xml", max_memory=max_memory, threads=threads, precision=precision,
-                 strict=strict, memory=(data, weights if weights is not None else b""))
+                 strict=strict, memory=(data, weights if weights is not None else b""), optimize=optimize)
 
 
 def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
-         precision: str = "f32", strict: bool = False) -> Model:
+         precision: str = "f32", strict: bool = False, optimize: bool | None = None) -> Model:
     """Load `model.xml` (and the `model.bin` beside it).
 
     `threads`: how many threads kernels and BLAS use, for the whole process (default: the
@@ -620,8 +624,12 @@ def load(path: str | Path, *, max_memory: int | None = None, threads: int | None
     each layer, as f16 devices and OpenVINO's reference evaluation do).  See irrun/precision.py.
     `strict`: refuse a model whose declared port shapes or precisions contradict inference (by default it
     runs with the inferred ones, as OpenVINO does, after a `DeclaredValuesWarning`).
+    `optimize`: rewrite the plan at load in ways no output can tell apart (chains of elementwise layers
+    run as one step, in the output of the layer that starts them; KV caches grown in place: see
+    irrun/optimize.py); default True unless the environment sets `IRRUN_OPTIMIZE=0`.
     """
-    return Model(path, max_memory=max_memory, threads=threads, precision=precision, strict=strict)
+    return Model(path, max_memory=max_memory, threads=threads, precision=precision, strict=strict,
+                 optimize=optimize)
 
 
 @dataclass

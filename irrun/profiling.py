@@ -1,7 +1,9 @@
 """Where the time goes: `irrun infer --profile [--repeat N] [--trace trace.json]`, `irrun.profile`.
 
 A warm-up run, then N timed runs, each watched by a `Timings` watcher (irrun/watch.py),
-which records each step's kernel time (the executor's own bookkeeping is left out).  A
+which records each step's kernel time (the executor's own bookkeeping is left out).  Layers
+that ran fused into one step (irrun/optimize.py) are timed together: the step's time is the
+first layer's, marked "+ fused: ...", and the others show 0 with "fused into ...".  A
 layer's time is its median over the runs; an op type's is the sum of its layers'.  MACs
 come from irrun/flops.py at the shapes the run saw (its convention: FLOPs = 2 x MACs), and
 GFLOP/s is 2 x MACs over the median time.  The trace is the run whose total is the median,
@@ -36,6 +38,8 @@ class LayerTime:
     output_shapes: tuple
     dtypes: tuple
     macs: int | None = None     # multiply-accumulates of one run (None: unknown)
+    fused: tuple = ()           # the layers whose time `seconds` includes (they ran fused with this one)
+    fused_into: str = ""        # the layer whose time includes this one's
 
     @property
     def gflops(self) -> float | None:
@@ -65,7 +69,7 @@ class Profile:
         per_step = list(zip(*self.runs))
         self.layers = [LayerTime(steps[0].node.layer, statistics.median(s.seconds for s in steps),
                                  steps[0].input_shapes, steps[0].output_shapes, steps[0].dtypes,
-                                 _macs(self.analysis, steps[0]))
+                                 _macs(self.analysis, steps[0]), steps[0].fused, steps[0].fused_into)
                        for steps in per_step]
 
     @property
@@ -113,8 +117,9 @@ class Profile:
         for l in sorted(self.layers, key=lambda l: -l.seconds)[:top]:
             shape = l.output_shapes[0] if l.output_shapes else None
             shown = f"  {list(shape)}" if shape is not None else ""
+            fused = f"  + fused: {_names(l.fused)}" if l.fused else ""
             lines.append(f"  {l.seconds * 1e3:9.3f}  {100 * l.seconds / total:5.1f}  {_count(l.macs):>7}  "
-                         f"{_rate(2 * l.macs if l.macs else None, l.seconds):>7}  {l.layer.ref.describe()}{shown}")
+                         f"{_rate(2 * l.macs if l.macs else None, l.seconds):>7}  {l.layer.ref.describe()}{shown}{fused}")
         return "\n".join(lines)
 
     def trace(self) -> dict:
@@ -133,7 +138,9 @@ class Profile:
                                     "input_shapes": [list(x) if x is not None else None for x in s.input_shapes],
                                     "output_shapes": [list(x) if x is not None else None for x in s.output_shapes],
                                     "dtype": str(s.dtypes[0]) if s.dtypes and s.dtypes[0] is not None else None,
-                                    "MACs": counts.get(layer.id)}})
+                                    "MACs": counts.get(layer.id),
+                                    **({"fused": list(s.fused)} if s.fused else {}),
+                                    **({"fused_into": s.fused_into} if s.fused_into else {})}})
         return {"traceEvents": events, "displayTimeUnit": "ms",
                 "otherData": {"runs": self.repeat, "median_inference_ms": self.median_wall * 1e3}}
 
@@ -163,6 +170,11 @@ def profile(model, inputs: Any, repeat: int | None = None) -> Profile:
         model.infer(inputs, watch=[timings])
         runs.append(timings.steps)
     return Profile(runs, wall, model.analysis)
+
+
+def _names(names: tuple, most: int = 4) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _count(n: int | None) -> str:

@@ -51,7 +51,7 @@ def open_reference(reference: Any, model, inputs: Any, max_memory: int | None = 
         with NpzArchive(path) as archive:
             yield archive, str(path)
     elif path.suffix.lower() == ".xml":
-        other = load(path, max_memory=max_memory)
+        other = load(path, max_memory=max_memory, optimize=model.optimize)
         try:
             yield run_irrun(other, inputs), f"{path.name} (irrun)"
         finally:

@@ -198,11 +198,12 @@ class BodyRunner:
     must fit its Parameter's type, or values folded at load would be wrong.
     """
 
-    def __init__(self, body: Analysis, parameters: list[str], memory_limit: int | None = None):
+    def __init__(self, body: Analysis, parameters: list[str], memory_limit: int | None = None,
+                 optimize: bool = True):
         self.results = [l.id for l in body.document.graph.layers_of_type("Result")]
         self.expected = {pid: body.nodes[pid].types[0] if body.nodes[pid].types else None for pid in parameters}
         self.layers = body.document.graph.layers
-        self.plan = Plan(body, self.results, parameters, memory_limit)
+        self.plan = Plan(body, self.results, parameters, memory_limit, optimize=optimize)
 
     def __call__(self, feeds: dict[str, np.ndarray], watchers: tuple = (), scope: Scope = TOP) -> dict[str, np.ndarray]:
         for pid, t in self.expected.items():

@@ -83,6 +83,10 @@ class Produced:
                                 # step overwrote in place no longer holds its values)
     name: str = ""              # the name the layer's keys use (see `key_names`)
     report: object = None       # (node, port, value) -> the value in the type the model reports, or None
+    fused: tuple = ()           # a layer that ran fused with others (irrun/optimize.py): their names (its
+                                # `seconds` cover them all)
+    fused_into: str = ""        # a layer run inside another's fused step: that layer's name (`seconds` 0;
+                                # an output the step never makes is a stand-in with only .shape and .dtype)
 
     def key(self, port: int) -> str:
         return tensor_key(self.name or self.node.layer.name, port, self.scope)
@@ -166,6 +170,8 @@ class StepTime:
     input_shapes: tuple         # tuples of ints (None where an input is no array)
     output_shapes: tuple
     dtypes: tuple               # of the outputs: NumPy dtypes (None where an output is no array)
+    fused: tuple = ()           # see Produced.fused and Produced.fused_into
+    fused_into: str = ""
 
 
 @dataclass(eq=False)
@@ -182,4 +188,5 @@ class Timings(Watcher):
         self.steps.append(StepTime(event.node, event.start, event.seconds,
                                    tuple([getattr(a, "shape", None) for a in event.inputs]),
                                    tuple([getattr(v, "shape", None) for v in event.values]),
-                                   tuple([getattr(v, "dtype", None) for v in event.values])))
+                                   tuple([getattr(v, "dtype", None) for v in event.values]),
+                                   event.fused, event.fused_into))

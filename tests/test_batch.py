@@ -495,11 +495,13 @@ def f16_chain_ir(tmp_path) -> Path:
 
 
 def test_load_options_travel_with_the_model(tmp_path):
-    """precision and strict decide the results: a pickle and every batch worker load with them."""
+    """precision and strict decide the results: a pickle and every batch worker load with them (and
+    with optimize, which does not)."""
     xml = f16_chain_ir(tmp_path)
-    declared = irrun.load(xml, precision="declared", strict=True)
+    declared = irrun.load(xml, precision="declared", strict=True, optimize=False)
     again = pickle.loads(pickle.dumps(declared))
-    assert again.options() == declared.options() == {"max_memory": None, "precision": "declared", "strict": True}
+    assert again.options() == declared.options() == {"max_memory": None, "precision": "declared", "strict": True,
+                                                     "optimize": False}
     samples = {f"s{i}": np.linspace(0.1, 7 + i, 8).astype(np.float16) for i in range(6)}
     expected = {k: declared.infer(v) for k, v in samples.items()}
     assert any(not np.array_equal(next(iter(irrun.load(xml).infer(v).values())),

@@ -35,6 +35,9 @@ FAKE_QUANTIZED = "resnet.int8_fq"
 DECODERS = sorted(p.stem for p in EXPORTED.glob("*.npz")
                   if p.stem not in SEQ2SEQ and p.stem != FAKE_QUANTIZED)
 
+# Every test here runs with irrun/optimize.py on and off (conftest.optimize_both_ways).
+pytestmark = pytest.mark.usefixtures("optimize_both_ways")
+
 _core = ov.Core()
 
 
@@ -82,12 +85,24 @@ RESULTS: dict[str, Decoding] = {}
 
 
 @functools.lru_cache(maxsize=None)
+def openvino_decoding(stem: str) -> tuple:
+    """OpenVINO's greedy ids and first logits, exact f32 mode and f32 hint only."""
+    return (*greedy(stem, lambda xml: openvino_step(xml, CPU_F32_EXACT)),
+            *greedy(stem, lambda xml: openvino_step(xml, CPU_F32)))
+
+
+@functools.lru_cache(maxsize=None)
+def _decoding(stem: str, optimize: bool) -> Decoding:
+    ids, first = greedy(stem, lambda xml: irrun_step(irrun.load(xml, optimize=optimize)))
+    key = stem if optimize else f"{stem} (unoptimized)"
+    RESULTS[key] = Decoding(ids, first, *openvino_decoding(stem))
+    return RESULTS[key]
+
+
 def decoding(stem: str) -> Decoding:
-    ids, first = greedy(stem, lambda xml: irrun_step(irrun.load(xml)))
-    expected = greedy(stem, lambda xml: openvino_step(xml, CPU_F32_EXACT))
-    default = greedy(stem, lambda xml: openvino_step(xml, CPU_F32))
-    RESULTS[stem] = Decoding(ids, first, *expected, *default)
-    return RESULTS[stem]
+    """irrun's decoding with load's default optimisation (conftest.optimize_both_ways sets it)."""
+    from irrun.optimize import optimize_default
+    return _decoding(stem, optimize_default())
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -98,7 +113,7 @@ def report_distances(request):
         with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
             print(f"\nexported LLMs, irrun vs OpenVINO CPU f32 exact ({NEW_TOKENS} greedy tokens):")
             for stem, result in sorted(RESULTS.items()):
-                print(f"  {stem:28} {result.summary()}")
+                print(f"  {stem:40} {result.summary()}")
 
 
 @pytest.mark.parametrize("stem", [*DECODERS, *SEQ2SEQ])

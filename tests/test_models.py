@@ -18,6 +18,9 @@ import irrun
 from irrun.registry import implementation
 from irrun.shapes import Dim
 
+# Every test here runs with irrun/optimize.py on and off (conftest.optimize_both_ways).
+pytestmark = pytest.mark.usefixtures("optimize_both_ways")
+
 MODELS = Path(__file__).resolve().parent / "models"
 STATIC_IRS = sorted(p for p in MODELS.glob("*.xml") if "_dynamic" not in p.name)
 RTOL, ATOL_SCALE = 1e-3, 1e-4          # |irrun - ov| <= RTOL * |ov| + ATOL_SCALE * max|ov|

@@ -34,6 +34,14 @@ def precision_options(command):
                              "layer in its declared type (f16 results rounded, as on f16 devices).")(command)
 
 
+def optimize_option(command):
+    """`--no-optimize`, shared by the commands that run a model."""
+    return click.option("--optimize/--no-optimize", default=None,
+                        help="Rewrite the graph at load where no output can tell (fused elementwise chains, KV "
+                             "caches grown in place); --no-optimize runs every layer on its own. Default: on, "
+                             "unless IRRUN_OPTIMIZE=0.")(command)
+
+
 def threads_option(command):
     """`--threads N`, shared by the commands that run a model."""
     return click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",

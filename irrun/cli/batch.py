@@ -10,7 +10,7 @@ from ..batch import FAILURES, run
 from ..errors import UsageError
 from ..samples import SampleError
 from ..threads import available_cpus
-from .base import cli, parse_size, precision_options
+from .base import cli, optimize_option, parse_size, precision_options
 from .progress import Progress
 
 
@@ -52,8 +52,9 @@ def _summary_text(summary: dict, how_stopped: str | None) -> list[str]:
 @click.option("--max-memory", type=str, default=None, metavar="SIZE",
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
 @precision_options
+@optimize_option
 def batch_cmd(model, inputs, out_dir, jobs, threads, dask_address, resume, fail_fast, fmt, stacked, ship_data,
-              quiet, max_memory, precision, strict):
+              quiet, max_memory, precision, strict, optimize):
     """Run MODEL on every sample in INPUTS and write the results to OUTDIR.
 
     INPUTS is a directory (its .npz / .npy files) or a glob pattern: an .npz per sample keyed
@@ -66,7 +67,8 @@ def batch_cmd(model, inputs, out_dir, jobs, threads, dask_address, resume, fail_
         raise UsageError("--ship-data applies to --dask (local workers read the samples themselves)")
     batch = run(model, inputs, out_dir, jobs=jobs, client=dask_address, resume=resume, fail_fast=fail_fast,
                 stacked=stacked, ship_data=ship_data, return_outputs=False, threads=threads,
-                max_memory=parse_size(max_memory) if max_memory else None, precision=precision, strict=strict)
+                max_memory=parse_size(max_memory) if max_memory else None, precision=precision, strict=strict,
+                optimize=optimize)
     progress = Progress(len(batch.todo), enabled=not quiet)
     if not quiet:
         if not dask_address and batch.jobs > available_cpus():

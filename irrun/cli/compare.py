@@ -10,7 +10,7 @@ from ..errors import IrrunError, UsageError
 from ..model import load
 from ..shapes import format_shape
 from ..tolerance import defaults
-from .base import cli, inputs_for, parse_size
+from .base import cli, inputs_for, optimize_option, parse_size
 
 
 @cli.command("compare")
@@ -25,14 +25,15 @@ from .base import cli, inputs_for, parse_size
               f"(default by element type: {defaults('atol')}).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--max-memory", type=str, default=None, metavar="SIZE", help="As for `irrun infer`.")
+@optimize_option
 @click.pass_context
-def compare_command(ctx, model, inputs, reference, rtol, atol, fmt, max_memory):
+def compare_command(ctx, model, inputs, reference, rtol, atol, fmt, max_memory, optimize):
     """Compare every layer output of MODEL with REF; name the first layer that diverges.
 
     Exit code 0: every compared tensor agrees; 1: something diverges; 2: usage or input error.
     """
     try:
-        report = _compare(model, inputs, reference, rtol, atol, max_memory)
+        report = _compare(model, inputs, reference, rtol, atol, max_memory, optimize)
     except IrrunError as exc:
         exc.exit_code = 2       # any error is 2 here: 1 says that something diverges
         raise
@@ -43,9 +44,9 @@ def compare_command(ctx, model, inputs, reference, rtol, atol, fmt, max_memory):
     ctx.exit(0 if report.ok else 1)
 
 
-def _compare(model, inputs, reference, rtol, atol, max_memory):
+def _compare(model, inputs, reference, rtol, atol, max_memory, optimize):
     check_tolerances(rtol, atol)
-    m = load(model, max_memory=parse_size(max_memory) if max_memory else None)
+    m = load(model, max_memory=parse_size(max_memory) if max_memory else None, optimize=optimize)
     require_inputs(m, inputs)
     return compare(m, inputs_for(m, inputs), reference, rtol=rtol, atol=atol,
                    max_memory=parse_size(max_memory) if max_memory else None)

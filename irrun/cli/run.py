@@ -17,7 +17,7 @@ from ..profiling import profile as run_profile
 from ..reshape import shape_options
 from ..shapes import format_shape
 from ..summary import format_summary, tensor_summary
-from .base import cli, inputs_for, parse_size, precision_options, threads_option
+from .base import cli, inputs_for, optimize_option, parse_size, precision_options, threads_option
 
 
 
@@ -53,15 +53,16 @@ from .base import cli, inputs_for, parse_size, precision_options, threads_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="How to print the outputs' summary; json: {\"outputs\": [...]} on stdout, for scripts.")
 @precision_options
+@optimize_option
 def infer(model, inputs, output, max_memory, shapes, profile, repeat, trace, dump, dump_filter, dump_bodies, threads,
-          fmt, precision, strict):
+          fmt, precision, strict, optimize):
     """Run MODEL on the given inputs."""
     if output is not None:
         output_target_kind(output)      # a bad --output is refused before the model runs
         if output == "-" and fmt == "json":
             raise UsageError("--output - and --format json both write to stdout; write the outputs to a file")
     limit = parse_size(max_memory) if max_memory else None
-    m = load(model, max_memory=limit, threads=threads, precision=precision, strict=strict)
+    m = load(model, max_memory=limit, threads=threads, precision=precision, strict=strict, optimize=optimize)
     if shapes:
         m.reshape(shape_options(m, shapes))
     if not inputs:

@@ -111,15 +111,17 @@ class ProfilingInfo:
 
 def profiling_infos(steps) -> list[ProfilingInfo]:
     """irrun's per-step timings (`irrun.watch.Timings`: every layer run, in order) as OpenVINO's
-    per-node records, each EXECUTED, `exec_type` "irrun_<its output type>"."""
+    per-node records, each EXECUTED, `exec_type` "irrun_<its output type>"; a layer run inside
+    another's fused step (irrun/optimize.py) is OPTIMIZED_OUT with no time, as OpenVINO reports a
+    node it fused into another."""
     infos = []
     for step in steps:
         layer = step.node.layer
         dtypes = [d for d in step.dtypes if d is not None]
         exec_type = f"irrun_{Type(dtypes[0]).get_type_name()}" if dtypes and _known_dtype(dtypes[0]) else "irrun"
         elapsed = datetime.timedelta(seconds=step.seconds)
-        infos.append(ProfilingInfo(layer.name, layer.op_type or layer.type, exec_type, elapsed, elapsed,
-                                   ProfilingInfo.Status.EXECUTED))
+        status = ProfilingInfo.Status.OPTIMIZED_OUT if step.fused_into else ProfilingInfo.Status.EXECUTED
+        infos.append(ProfilingInfo(layer.name, layer.op_type or layer.type, exec_type, elapsed, elapsed, status))
     return infos
 
 

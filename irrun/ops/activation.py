@@ -146,6 +146,12 @@ class Activation(UnaryElementwise):
         one with them already in that type (looking them up was a third of a small call)."""
         return self.into
 
+    def ufuncs(self, dtype: np.dtype) -> list | None:
+        """`into_for(dtype)` spelled as its NumPy calls, for irrun/optimize.py to inline in a fused
+        chain on small tensors: [(ufunc, constant or None)], the first reading x, every one writing
+        `out`, the same calls in the same order (None: not spelled out)."""
+        return None
+
     def bind(self, step):
         """`into` for float32/float64 data, in place when the plan lets this op overwrite its input."""
         etype = step.inputs[0].etype
@@ -173,6 +179,9 @@ class Relu(Activation):
         # -0.0 may come out as 0.0, as on the CPU plugin.  np.where(x < 0, 0, x) is 5x slower.
         return scalar_extremum(np.maximum, 0, dtype)
 
+    def ufuncs(self, dtype):
+        return [(np.maximum, typed_constant(0, dtype))]
+
     def run(self, x):
         return self.into_for(x.dtype)(x, np.empty_like(x))
 
@@ -199,6 +208,9 @@ class Sigmoid(Activation):
     def into_for(self, dtype):
         return _sigmoid_into_for(dtype)
 
+    def ufuncs(self, dtype):
+        return [(np.negative, None), (np.exp, None), (np.add, typed_constant(1, dtype)), (np.reciprocal, None)]
+
     def run(self, x):
         return float_math(_sigmoid, x)
 
@@ -207,6 +219,9 @@ class Sigmoid(Activation):
 class Tanh(Activation):
     cost = 3.0
     into = staticmethod(lambda x, out: np.tanh(x, out=out))
+
+    def ufuncs(self, dtype):
+        return [(np.tanh, None)]
 
     def run(self, x):
         return float_math(np.tanh, x)
@@ -242,6 +257,10 @@ class Clamp(Activation):
             """NaN stays NaN (np.maximum and np.minimum propagate it), as in `run`."""
             return at_most(at_least(x, out), out)
         return clamp_into
+
+    def ufuncs(self, dtype):
+        lo, hi = (np.asarray(b).item() for b in self.bounds(dtype))
+        return [(np.maximum, typed_constant(lo, dtype)), (np.minimum, typed_constant(hi, dtype))]
 
     def run(self, x):
         lo, hi = self.bounds(x.dtype)
@@ -528,6 +547,10 @@ class HSigmoid(Activation):
         def hsigmoid_into(x, out):
             return np.divide(out, relu6_into(x, out), out=out)
         return hsigmoid_into
+
+    def ufuncs(self, dtype):
+        three, zero, six = (typed_constant(v, dtype) for v in (3, 0, 6))
+        return [(np.add, three), (np.maximum, zero), (np.minimum, six), (np.divide, six)]
 
     def run(self, x):
         return float_math(lambda v: _relu6(v) / 6, x)

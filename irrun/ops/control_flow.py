@@ -114,6 +114,8 @@ class SubgraphOp(Op):
     bodies: dict[str, Analysis]
     #: the enclosing plan's limit on one tensor's size (bytes), which the bodies' plans keep too
     memory_limit: int | None = None
+    #: the enclosing plan's `optimize` (irrun/optimize.py), which the bodies' plans follow too
+    optimize: bool = True
     def run_body(self, tag: str, feeds: dict, iteration: int | None = None) -> dict:
         """One run of a body, shown to the watchers that ask to see inside it (irrun/watch.py)."""
         watching = BODY_WATCH.get()
@@ -143,7 +145,7 @@ class SubgraphOp(Op):
     def runner(self, tag: str = "body") -> BodyRunner:
         if tag not in self._runners:
             self._runners[tag] = BodyRunner(self.body(tag), [i.parameter for i in self.port_map(tag).inputs],
-                                            self.memory_limit)
+                                            self.memory_limit, self.optimize)
         return self._runners[tag]
 
     def body_type(self, tag: str, layer_id: str) -> TensorType:

@@ -563,7 +563,11 @@ class _ConvolutionFamily(Op):
         m = winograd_tile(weights.shape[1], weights.shape[0], counts) if min(counts) > 0 else None
         if m is None:
             return None
-        transformed = WinogradFilter(weights, m, data.etype.carrier)
+        # (made once per layer: a plan variant that binds the layer again takes the same one)
+        cached = getattr(self, "_transformed", None)
+        if cached is None or cached[0] is not filt.value or cached[1] != m:
+            cached = self._transformed = (filt.value, m, WinogradFilter(weights, m, data.etype.carrier))
+        transformed = cached[2]
         return lambda x, w: winograd_conv(x, transformed, whole, counts)
 
     def run(self, x, w, output_shape=None):

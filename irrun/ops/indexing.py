@@ -233,6 +233,26 @@ class Gather(Op):
             return [data.like(None)]
         return [data.like(gather_shape(data.shape, indices.shape, axis, batch_dims))]
 
+    def bind(self, step):
+        """No batch dims and a constant axis: np.take, which gives the same wherever every index
+        addresses an element (negative ones from the end); where one does not (0 there) or the
+        indices are floats (Gather-1 truncates them), `run`."""
+        data, _, axis = step.inputs
+        if self.run_replaced() or self.batch_dims != 0 or axis.value is None or data.rank is None \
+                or data.rank == 0:
+            return None
+        along = _axis_of(axis.value, data.rank, "Gather axis")
+        run = self.run
+
+        def gather(x, indices, axis_input):
+            if indices.dtype.kind in "iu":
+                try:
+                    return np.take(x, indices, axis=along)
+                except IndexError:
+                    pass
+            return run(x, indices, axis_input)
+        return gather
+
     def run(self, data, indices, axis):
         axis = _axis_of(axis, data.ndim, "Gather axis")
         batch_dims = self.batch_dims + (indices.ndim if self.batch_dims < 0 else 0)

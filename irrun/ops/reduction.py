@@ -133,6 +133,27 @@ class SumLike(Reduction):
     def finish(self, total: np.ndarray, count: int) -> np.ndarray:
         return total
 
+    def bind(self, step):
+        """Float data and constant axes: `reduce` without its copy of the data (astype copies even
+        to the same type) and with the axes worked out once."""
+        data, axes = step.inputs
+        if self.run_replaced() or type(self).reduce is not SumLike.reduce or axes.value is None \
+                or data.rank is None or data.etype.name not in ("f32", "f64"):
+            return None
+        reduced = self.axes(axes.value, data.rank)
+        if not reduced:
+            return None
+        keep, term, finish, dtype = self.attrs.keep_dims, self.term, self.finish, data.etype.carrier
+
+        def reduce(x, _):
+            count = 1
+            for a in reduced:
+                count *= x.shape[a]
+            out = finish(np.sum(term(x), axis=reduced, keepdims=True, dtype=dtype), count)
+            out = out.astype(dtype)
+            return out if keep else out.reshape([d for i, d in enumerate(x.shape) if i not in reduced])
+        return reduce
+
     def reduce(self, x, axes):
         count = int(np.prod([x.shape[a] for a in axes]))
         integral = x.dtype.kind in "iu"

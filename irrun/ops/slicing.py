@@ -187,6 +187,14 @@ class Slice(Op):
     def run(self, x, *index_inputs):
         return x[slice_index(x.shape, *index_inputs)]
 
+    def bind(self, step):
+        """Static data and constant start/stop/step/axes: the index worked out once, here."""
+        data, rest = step.inputs[0], step.inputs[1:]
+        if self.run_replaced() or not data.is_static or any(t.value is None for t in rest):
+            return None
+        index = slice_index(tuple(data.shape), *(t.value for t in rest))
+        return lambda x, *_: x[index]
+
 
 @register("SliceScatter", 15)
 class SliceScatter(Op):

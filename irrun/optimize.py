@@ -1,0 +1,614 @@
+"""Load-time rewriting of a plan's steps that no output can tell apart (`load(optimize=True)`).
+
+The plan (irrun/executor.py) has already folded everything computable from constants: weight
+decompression chains and FakeQuantize on weights run once at load, in f32 (irrun/precision.py
+says where OpenVINO rounds).  On the steps left, `rewrite` makes:
+
+* **Fused elementwise chains.**  A run of float32/float64 elementwise layers (Add, Subtract,
+  Multiply, Divide, Power by a tensor that does not widen the data; the activations with a
+  bound kernel: Relu, Clamp, Sigmoid, Tanh, Swish, HSwish, HSigmoid, Gelu, Mish; Exp, Sqrt, Log,
+  the trigonometric functions; static Reshape/Squeeze/Unsqueeze; Convert to the same type),
+  each intermediate read by the next layer only, becomes one step.  Its code is generated at
+  load: the same NumPy calls the layers' own bound kernels make, in the same order, on one
+  buffer, so the result is bit for bit theirs.  A large tensor runs the chain in parts on
+  every core (irrun/threads.py), one hand-off for the whole chain.
+* **Heads.**  The chain may start at the layer that makes its first input, when that layer
+  returns an array of its own (`outputs_are_new`: a Convolution and its bias and activation,
+  a MatMul and its bias, MVN and a layer norm's scale and shift): the chain then runs in that
+  array.  (Running the chain inside the convolution's kernel, on each block of output while it
+  is in cache, was measured 2-9% slower than whole-tensor passes on this NumPy: not done.)
+* **KV caches grown in place** (see `_kv_caches`): ReadValue -> [Gather(beam_idx)] -> Concat
+  -> Assign keeps the variable in a buffer with room to grow; each step writes the new
+  tokens after the old ones instead of copying the whole cache twice, and a Gather whose
+  beam_idx keeps every row where it is hands its input on.
+
+What a fused step gains is the executor's work per layer and an allocation per chain (most
+intermediates were already computed in place: executor.StepInfo.consumable); on large tensors
+the time is the NumPy passes', fused or not.
+
+An intermediate is never fused away when it is a Result, an Assign reads it, another layer reads
+it, or a watcher that reads values selects its layer: watched runs use a variant of the plan
+made without the fusions that would hide what the watchers select (`Plan.variant_for`); a
+watcher that only times steps (a profile) runs the optimized steps and sees a fused step's
+time on its first layer, `Produced.fused` naming the others, which report 0 s and
+`fused_into`.  `optimize=False` (CLI `--no-optimize`, environment `IRRUN_OPTIMIZE=0` for
+the default) runs the layers one by one.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from math import prod
+from typing import Callable
+
+import numpy as np
+
+from . import threads
+from .analysis import SINK_TYPES, Node
+from .errors import IrrunError
+from .shapes import is_static
+from .watch import Produced
+
+ENV = "IRRUN_OPTIMIZE"
+_FLOATS = ("f32", "f64")
+# Binary ops whose float kernel is exactly this ufunc of (input 0, input 1) (irrun/ops/arithmetic.py)
+_UFUNCS = {"Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply, "Divide": np.divide,
+           "Power": np.power}
+# Below this many elements a fused chain's unary layers are inlined as their NumPy calls (where a
+# kernel's own tricks for large arrays do not apply: irrun/ops/common.py's scalar_extremum).
+INLINE_ELEMENTS = 1 << 15
+
+
+def optimize_default() -> bool:
+    """`load`'s default: on, unless the environment sets IRRUN_OPTIMIZE to 0, off, no or false."""
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+# ---------------------------------------------------------------- stages
+
+@dataclass
+class Stage:
+    """One layer of a chain, as code on the chain's buffer."""
+
+    node: Node
+    kind: str                      # "unary" fn(x, out) | "binary" fn(a, b, out) | "reshape" | "none"
+    fn: Callable | None = None
+    data: int = 0                  # the input the chain flows through
+    in_place: bool = True          # fn(x, x) works (a kernel that reads x after writing out does not)
+    shape: tuple | None = None     # reshape: the static shape after it
+    cost: float = 1.0              # work per element relative to an add
+    side: int | None = None        # binary: index of the other operand among the fused step's inputs
+    ufuncs: list | None = None     # unary: fn spelled as NumPy calls (Activation.ufuncs), inlined on small data
+
+
+def _float_type(t) -> bool:
+    return t is not None and t.etype.name in _FLOATS and t.shape is not None
+
+
+def _fits_data(side, data) -> bool:
+    """Whether `side` broadcasts onto `data` without widening it (static side dims 1 or data's own)."""
+    if side is None or not is_static(side.shape) or len(side.shape) > len(data.shape):
+        return False
+    return all(s == 1 or s == d for s, d in zip(reversed(side.shape), reversed(data.shape)))
+
+
+def stage_of(plan, step, data: int) -> Stage | None:
+    """`step` as a stage of a chain flowing through its input `data`, or None where it cannot be one."""
+    node, op = step.node, step.op
+    if op is None or node.bodies or len(step.outputs) != 1 or op.run_replaced():
+        return None
+    types = [plan.analysis.type_of(src) for src in node.inputs]
+    x, out = types[data], node.types[0] if node.types else None
+    if not (_float_type(x) and _float_type(out)) or x.etype is not out.etype or not x.shape:
+        return None
+    from .ops.activation import Activation, Swish
+    from .ops.arithmetic import BinaryElementwise
+    from .ops.infrastructure import Convert
+    from .ops.reshaping import ShapeRelabel
+    from .ops.unary_math import FloatFunction
+    dtype = x.etype.carrier
+    if isinstance(op, ShapeRelabel):
+        if data == 0 and is_static(x.shape) and is_static(out.shape):
+            return Stage(node, "reshape", shape=tuple(out.shape))
+        return None
+    if type(op) is Convert:
+        return Stage(node, "none") if len(types) == 1 else None
+    if isinstance(op, Activation):
+        if data != 0 or type(op).whole_axes is not Activation.whole_axes:
+            return None
+        if isinstance(op, Swish) and len(types) == 2:
+            beta = plan.source_value(node.inputs[1])
+            if beta is None:
+                return None
+            op.beta = float(np.asarray(beta).reshape(()))
+        elif len(types) != 1:
+            return None
+        into = op.into_for(dtype)
+        if into is None:
+            return None
+        return Stage(node, "unary", into, in_place=op.in_place, cost=op.cost, ufuncs=op.ufuncs(dtype))
+    if isinstance(op, FloatFunction) and isinstance(op.function, np.ufunc) and len(types) == 1:
+        fn = op.function
+        return Stage(node, "unary", lambda a, o, fn=fn: fn(a, out=o), cost=3.0, ufuncs=[(fn, None)])
+    if isinstance(op, BinaryElementwise) and node.layer.op_type in _UFUNCS and op.mode == "numpy" \
+            and type(op).run is BinaryElementwise.run and len(types) == 2:
+        if not _fits_data(types[1 - data], x):
+            return None
+        return Stage(node, "binary", _UFUNCS[node.layer.op_type], data=data)
+    return None
+
+
+def _head_ok(step) -> bool:
+    """Whether `step` may start a chain with its output (a fresh array the chain may overwrite)."""
+    node = step.node
+    t = node.types[0] if node.types else None
+    return (getattr(step.op, "outputs_are_new", False) and len(step.outputs) == 1 and not node.bodies
+            and node.layer.op_type not in SINK_TYPES and _float_type(t) and not step.op.run_replaced())
+
+
+# ---------------------------------------------------------------- finding chains
+
+def rewrite(plan, steps: list, keep: frozenset) -> list:
+    """The steps with every chain fused (none hiding an output of a layer in `keep`) and KV caches
+    grown in place."""
+    steps = _fuse_chains(plan, steps, keep)
+    return _kv_caches(plan, steps)
+
+
+def _fuse_chains(plan, steps: list, keep: frozenset) -> list:
+    readers: dict[int, list[tuple[int, int]]] = {}
+    for k, step in enumerate(steps):
+        for i, s in enumerate(step.inputs):
+            readers.setdefault(s, []).append((k, i))
+    pinned = set(plan.result_slots)
+    for step in steps:
+        if step.node.layer.op_type in SINK_TYPES:
+            pinned.update(step.inputs)
+        if step.node.id in keep:
+            pinned.update(step.outputs)
+    taken: set[int] = set()
+    fused: dict[int, object] = {}          # index of a chain's last step -> the fused step
+    for k, step in enumerate(steps):
+        if k in taken:
+            continue
+        first = _start(plan, step)
+        if first is None:
+            continue
+        members, stages, at = [k], [first] if first != "head" else [], k
+        while True:
+            out = steps[at].outputs[0]
+            if out in pinned:
+                break
+            found = readers.get(out, ())
+            if len(found) != 1:
+                break
+            j, position = found[0]
+            if j in taken:
+                break
+            stage = stage_of(plan, steps[j], position)
+            if stage is None:
+                break
+            members.append(j)
+            stages.append(stage)
+            at = j
+        if len(members) < 2:
+            continue
+        taken.update(members)
+        fused[members[-1]] = _fused_step(plan, steps, members, stages, first == "head")
+    if not fused:
+        return steps
+    return [fused[k] if k in fused else step for k, step in enumerate(steps) if k not in taken or k in fused]
+
+
+def _start(plan, step):
+    """How `step` may start a chain: "head", its Stage (through input 0, else 1), or None."""
+    for data in range(min(len(step.inputs), 2)):
+        stage = stage_of(plan, step, data)
+        if stage is not None and stage.kind not in ("reshape", "none"):
+            return stage
+    return "head" if _head_ok(step) else None
+
+
+def _fused_step(plan, steps: list, members: list[int], stages: list[Stage], head: bool):
+    """One step for the chain: the first layer's inputs, then the other operands of the rest."""
+    first = steps[members[0]]
+    inputs = list(first.inputs)
+    types_in = [plan.analysis.type_of(src) for src in first.node.inputs]
+    for k, stage in zip(members[1:], stages if head else stages[1:]):
+        step = steps[k]
+        if stage.kind == "binary":
+            stage.side = len(inputs)
+        for i, (s, src) in enumerate(zip(step.inputs, step.node.inputs)):
+            if i != stage.data:
+                inputs.append(s)
+                types_in.append(plan.analysis.type_of(src))
+    if not head:
+        stages[0].side = 1 - stages[0].data if stages[0].kind == "binary" else None
+    last = steps[members[-1]]
+    nodes = tuple(steps[k].node for k in members)
+    op = FusedChain(plan, first, nodes, stages, head, inputs)
+    return replace(first, op=op, inputs=inputs, outputs=list(last.outputs), free=[], out_nbytes=list(last.out_nbytes),
+                   position=last.position, members=nodes, types_in=types_in, key_name=last.key_name)
+
+
+# ---------------------------------------------------------------- fused kernels
+
+class FusedChain:
+    """The op of a fused step: binds the head (if any) and generates the chain's code."""
+
+    outputs_are_new = True
+    foldable = False
+
+    def __init__(self, plan, first, nodes: tuple, stages: list[Stage], head: bool, inputs: list[int]):
+        self.plan, self.head_step, self.nodes, self.stages, self.head = plan, first, nodes, stages, head
+        self.fused_inputs = inputs      # the fused step's input slots
+
+    def run_replaced(self) -> bool:
+        return False
+
+    def run(self, *args):
+        return self.bind(None)(*args)
+
+    def bind(self, info):
+        plan = self.plan
+        n_head = len(self.head_step.inputs)
+        operands = self._operands()
+        step_inputs = self.fused_inputs
+        # Overwriting the data in place: only where no other operand may be a view of it (a later
+        # stage would read what an earlier one overwrote); constants never are.
+        risky = [p for p in operands[1:] if step_inputs[p] not in plan.constants]
+        consumed = self.head or (info is not None and self.stages[0].data in info.consumable)
+        out_type = self.nodes[-1].types[0]
+        static = info is not None and is_static(out_type.shape)
+        small = static and prod(out_type.shape) < INLINE_ELEMENTS
+        constants = {i: plan.constants[step_inputs[p]] for i, p in enumerate(operands) if i and p >= 0
+                     and step_inputs[p] in plan.constants}
+        cost = sum(s.cost for s in self.stages)
+        if any(s.kind == "reshape" for s in self.stages):
+            parts = "never"                 # (a part's shape is not the shape a Reshape names)
+        elif static:
+            parts = "always" if threads.worth_parts(prod(out_type.shape), cost) else "never"
+        else:
+            parts = "when large"
+        head = self._head_kernel(info, n_head) if self.head else None
+        return _kernel(self.stages, operands, len(step_inputs), head, n_head, consumed, risky, parts, cost, small,
+                       constants, self._fail)
+
+    def _operands(self) -> list[int]:
+        """Step input positions of the chain's data (-1: the head's output) and of each binary
+        stage's other operand; a stage's `side_operand` is its place in this list."""
+        picks = [-1 if self.head else self.stages[0].data]
+        for stage in self.stages:
+            if stage.kind == "binary":
+                picks.append(stage.side)
+                stage.side_operand = len(picks) - 1
+        return picks
+
+    def _head_kernel(self, info, n_head: int):
+        """The head's kernel, bound as it would be on its own."""
+        head = self.head_step
+        kernel = None
+        if info is not None and hasattr(head.op, "bind"):
+            kernel = head.op.bind(replace(self.plan.step_info(head),
+                                          consumable=frozenset(i for i in info.consumable if i < n_head)))
+        return kernel or head.op.run
+
+    def _head_failed(self, exc: BaseException, args) -> IrrunError:
+        return self.plan._located(self.head_step.node, exc, args)
+
+    def _fail(self, i: int, exc: BaseException, args) -> IrrunError:
+        if i < 0:
+            return self._head_failed(exc, args)
+        return self.plan._located(self.stages[i].node, exc, args)
+
+
+def _out(ufunc, name: str) -> str:
+    """How generated code passes `out`: positionally (the fastest way), but by keyword to maximum
+    and minimum (numpy 2.4 takes 1.3 us for a positional out there, 0.25 us by keyword)."""
+    return f"out={name}" if ufunc in (np.maximum, np.minimum) else name
+
+
+def _body(stages: list[Stage], side, in_place: bool, small: bool, constants: dict, names: dict):
+    """The stages as lines of code on the registers x (the data, read only unless `in_place`), out
+    (the buffer written) and t (a temporary, made when a stage cannot write over its input: the
+    value then moves to it and the two trade names).  `side(j)`: the expression of operand j.
+    `small`: static data of fewer than INLINE_ELEMENTS elements, where a unary stage's NumPy calls
+    are written out (a Python call is a third of the time of a ufunc on 16 elements), a Reshape to
+    the shape the data has already is left out, and a Multiply by a constant (`constants`: operand
+    -> its value) followed by a negation multiplies by the negated constant (x * -c is -(x * c)
+    exactly).  Returns [(line, stage)] and whether the value may end in the temporary."""
+    body: list[tuple[str, int]] = []
+    cur, temp = ("out" if in_place else "x"), False
+    shape = None          # the data's static shape where known (small chains: from the first reshape on)
+    negated = False       # the next stage's leading np.negative is done already
+    for k, stage in enumerate(stages):
+        if stage.kind == "none":
+            continue
+        if stage.kind == "reshape":
+            if small and stage.shape == shape:
+                continue
+            shape = names[f"shape{k}"] = stage.shape
+            for register in {cur, "out"} | ({"t"} if temp else set()):
+                body.append((f"{register} = {register}.reshape(shape{k})", k))
+            continue
+        names[f"f{k}"] = stage.fn
+        if stage.in_place and cur != "x":
+            dst = cur
+        elif cur != "out":
+            dst = "out"
+        else:
+            if not temp:
+                body.append(("t = empty_like(out)", k))
+                temp = True
+            dst = "t"
+        if stage.kind == "unary" and small and stage.ufuncs is not None:
+            src, calls = cur, stage.ufuncs[1:] if negated else stage.ufuncs
+            if negated and src != dst:
+                body.append((f"copyto({dst}, {src})", k))
+                src = dst
+            for j, (ufunc, constant) in enumerate(calls):
+                names[f"f{k}_{j}"], names[f"c{k}_{j}"] = ufunc, constant
+                body.append((f"f{k}_{j}({src}, c{k}_{j}, {_out(ufunc, dst)})" if constant is not None
+                             else f"f{k}_{j}({src}, {dst})", k))
+                src = dst
+            negated = False
+        elif stage.kind == "unary":
+            body.append((f"f{k}({cur}, {dst})", k))
+        else:
+            operand = side(stage.side_operand)
+            following = stages[k + 1] if k + 1 < len(stages) else None
+            value = constants.get(stage.side_operand)
+            if small and stage.fn is np.multiply and value is not None and following is not None \
+                    and following.kind == "unary" and following.ufuncs and following.ufuncs[0] == (np.negative, None):
+                names[f"c{k}"] = np.negative(value)
+                operand, negated = f"c{k}", True
+            out = _out(stage.fn, dst)
+            body.append((f"f{k}({cur}, {operand}, {out})" if stage.data == 0 else f"f{k}({operand}, {cur}, {out})", k))
+        if dst == "t":
+            body += [("t, out = out, t", k), ("moved = not moved", k)]
+            dst = "out"
+        cur = dst
+    return body, temp
+
+
+def _compile(lines: list[str], body: list[tuple[str, int]], first: int, names: dict, name: str) -> Callable:
+    """`lines` (a function whose body lines start at `first`) compiled in `names`; a failing line
+    is put down to its stage through `stage_at`."""
+    names.setdefault("stage_at", {}).update({first + n: k for n, (_, k) in enumerate(body)})
+    exec(compile("\n".join(lines), "<irrun fused chain>", "exec"), names)
+    return names[name]
+
+
+def _chain(stages, operands, in_place, fail, small=False, constants=None) -> Callable:
+    """`chain(x, *sides, out)`: the stages with the result left in `out` (`x` is `out` when
+    `in_place`): what a part of a large tensor runs (threads.in_parts)."""
+    names = {"empty_like": np.empty_like, "copyto": np.copyto, "fail": fail}
+    sides = [f"s{j}" for j in range(1, len(operands))]
+    body, temp = _body(stages, lambda j: f"s{j}", in_place, small, constants or {}, names)
+    lines = [f"def chain(x, {''.join(s + ', ' for s in sides)}out):"] + (["    moved = False"] if temp else [])
+    lines.append("    try:")
+    first = len(lines) + 1
+    lines += ["        " + line for line, _ in body]
+    if temp:     # the value is in the temporary when the names were traded an odd number of times
+        lines += ["        if moved:", "            copyto(t, out)", "            return t"]
+    lines += ["        return out", "    except Exception as exc:",
+              "        raise fail(stage_at.get(exc.__traceback__.tb_lineno, 0), exc, (x,)) from None"]
+    return _compile(lines, body, first, names, "chain")
+
+
+def _kernel(stages, operands, n_inputs: int, head, n_head: int, consumed: bool, risky: list[int], parts: str,
+            cost: float, small: bool, constants: dict, fail) -> Callable:
+    """The fused step's kernel, one generated function of the step's inputs: the head's kernel
+    (if any), the buffer the chain writes (the head's output; the data where it dies here and no
+    other operand is a view of it; else a new one), then the stages, or the chain in parts on
+    every core for a large tensor (`parts`: "never", "always", "when large")."""
+    names = {"empty_like": np.empty_like, "copyto": np.copyto, "fail": fail, "head": head,
+             "may_share": np.may_share_memory, "in_parts": threads.in_parts, "errstate": np.errstate,
+             "LARGE": -(-2 * threads.MIN_PART_ELEMENTS // max(int(cost), 1)), "COST": cost}
+    inputs = [f"i{n}" for n in range(n_inputs)]
+    sides = ", ".join(f"i{p}" for p in operands[1:])
+    lines = [f"def fused({', '.join(inputs)}):"]
+    if head is not None:
+        arguments = ", ".join(inputs[:n_head])
+        lines += ["    try:", f"        x = head({arguments})",
+                  "        if type(x) is tuple:", "            x = x[0]", "    except Exception as exc:",
+                  f"        raise fail(-1, exc, ({arguments},)) from None",
+                  "    out = x"]
+        in_place = True
+    else:
+        lines.append(f"    x = i{operands[0]}")
+        in_place = consumed
+        if consumed and risky:
+            names["fresh"] = _chain(stages, operands, False, fail, small, constants)
+            shared = " or ".join(f"may_share(x, i{p})" for p in risky)
+            lines += [f"    if {shared}:", f"        return fresh(x, {sides + ', ' if sides else ''}empty_like(x))"]
+        lines.append("    out = x" if consumed else "    out = empty_like(x)")
+    if parts != "never":
+        names["chain"] = _chain(stages, operands, in_place, fail, small, constants)
+        call = f"in_parts(chain, out, x, {sides + ', ' if sides else ''}cost=COST)"
+        if parts == "always":
+            lines += ["    with errstate(all='ignore'):", f"        return {call}"]
+        else:
+            lines += ["    if x.size >= LARGE:", "        with errstate(all='ignore'):", f"            return {call}"]
+    body, temp = _body(stages, lambda j: f"i{operands[j]}", in_place, small, constants, names)
+    if temp:
+        lines.append("    moved = False")
+    lines.append("    try:")
+    first = len(lines) + 1
+    lines += ["        " + line for line, _ in body]
+    lines += ["        return out", "    except Exception as exc:",
+              "        raise fail(stage_at.get(exc.__traceback__.tb_lineno, 0), exc, (x,)) from None"]
+    return _compile(lines, body, first, names, "fused")
+
+
+# ---------------------------------------------------------------- watching fused steps
+
+class StandIn:
+    """What a watcher that reads no values sees of an output a fused step never makes."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+
+
+def member_events(step, out: tuple, args: list, start: float, seconds: float, scope, report) -> list[Produced]:
+    """One Produced per layer of a fused step: the first carries the time, the last the output."""
+    members = step.members
+    names = tuple(n.layer.name for n in members)
+    final = out[0]
+    events = []
+    for k, node in enumerate(members):
+        last = k == len(members) - 1
+        if last:
+            values = (final,)
+        else:
+            t = node.types[0]
+            shape = tuple(t.shape) if is_static(t.shape) else final.shape
+            values = (StandIn(shape, final.dtype),)
+        ins = tuple(args[:len(node.inputs)]) if k == 0 else ()
+        events.append(Produced(node, values, scope, start if k == 0 else start + seconds, seconds if k == 0 else 0.0,
+                               False,
+                               step.volatile if last else (False,), ins, step.key_name if last else node.layer.name,
+                               report, names[1:] if k == 0 else (), "" if k == 0 else names[0]))
+    return events
+
+
+# ---------------------------------------------------------------- KV caches
+
+def _kv_caches(plan, steps: list) -> list:
+    """ReadValue(v) -> [Gather(beam_idx, axis 0)] -> Concat -> Assign(v): the Concat appends into a
+    buffer with room to spare (`_Growing`), the Assign keeps its output without copying it, and
+    the Gather hands its input on when beam_idx leaves every row where it is."""
+    producer = {s: k for k, step in enumerate(steps) for s in step.outputs}
+    out = list(steps)
+    for k, step in enumerate(steps):
+        if step.node.layer.op_type != "Assign" or step.members or step.op.run_replaced():
+            continue
+        c = producer.get(step.inputs[0])
+        concat = steps[c] if c is not None else None
+        if concat is None or concat.node.layer.op_type != "Concat" or len(concat.inputs) != 2 \
+                or concat.members or concat.op.run_replaced():
+            continue
+        p = producer.get(concat.inputs[0])
+        gather = None
+        if p is not None and _identity_gather_ok(plan, steps[p]):
+            gather, p = p, producer.get(steps[p].inputs[0])
+        past = steps[p] if p is not None else None
+        if past is None or past.node.layer.op_type != "ReadValue" or past.op.variable_id != step.op.attrs.variable_id:
+            continue
+        t = concat.node.types[0] if concat.node.types else None
+        if t is None or t.shape is None or not t.shape:
+            continue
+        cache = _Cache(concat.op.attrs.axis % len(t.shape))
+        out[c] = replace(concat, op=_Growing(concat.op, cache))
+        out[k] = replace(step, op=_Keeping(step.op, cache))
+        if gather is not None:
+            out[gather] = replace(steps[gather], op=_BeamGather(steps[gather].op))
+    return out
+
+
+def _identity_gather_ok(plan, step) -> bool:
+    """A Gather along axis 0 with no batch dims whose indices are computed (beam_idx)."""
+    node = step.node
+    if node.layer.op_type != "Gather" or step.members or step.op.run_replaced() or step.op.batch_dims != 0:
+        return False
+    axis = plan.source_value(node.inputs[2])
+    return axis is not None and np.asarray(axis).size == 1 and int(np.asarray(axis).reshape(-1)[0]) == 0
+
+
+@dataclass
+class _Cache:
+    """A variable's buffer: its value is always `buffer[:length]` along `axis`."""
+
+    axis: int
+    buffer: np.ndarray | None = None
+
+
+class _Rebound:
+    """A layer's op with another kernel bound (it still infers, names and runs unbound as itself)."""
+
+    outputs_are_new = False
+
+    def __init__(self, op):
+        self.op = op
+
+    def __getattr__(self, name):
+        return getattr(self.op, name)
+
+
+class _Growing(_Rebound):
+    """Concat(past, new) into `cache.buffer` when `past` is the buffer's prefix (the last call's
+    value of the variable) and there is room: `new` is written after it, nothing else moves.
+    Otherwise a new buffer with half as much room again is made.  The prefix views never change
+    afterwards (later calls write only beyond them), so the Assign may keep one as it is."""
+
+    def __init__(self, op, cache: _Cache):
+        super().__init__(op)
+        self.cache = cache
+
+    def bind(self, info):
+        cache, run, axis = self.cache, self.op.run, self.cache.axis
+        before = (slice(None),) * axis
+
+        def grow(past, new):
+            buf = cache.buffer
+            length, added = past.shape[axis], new.shape[axis]
+            end = length + added
+            if buf is None or past.base is not buf or past.strides != buf.strides or end > buf.shape[axis] \
+                    or past.__array_interface__["data"][0] != buf.__array_interface__["data"][0] \
+                    or new.shape[:axis] != buf.shape[:axis] or new.shape[axis + 1:] != buf.shape[axis + 1:]:
+                if past.ndim != new.ndim or past.shape[:axis] != new.shape[:axis] or \
+                        past.shape[axis + 1:] != new.shape[axis + 1:] or past.dtype != new.dtype:
+                    return run(past, new)          # (the layer's own error)
+                shape = list(past.shape)
+                shape[axis] = end + max(end // 2, 16)
+                buf = cache.buffer = np.empty(shape, past.dtype)
+                buf[before + (slice(0, length),)] = past
+            buf[before + (slice(length, end),)] = new
+            return buf[before + (slice(0, end),)]
+        return grow
+
+
+class _Keeping(_Rebound):
+    """Assign: a value that is a prefix of its cache's buffer is kept as it is (read-only view)."""
+
+    def __init__(self, op, cache: _Cache):
+        super().__init__(op)
+        self.cache = cache
+
+    def bind(self, info):
+        cache, op = self.cache, self.op
+        from .subgraph import fits
+
+        def keep(value):
+            if cache.buffer is None or value.base is not cache.buffer:
+                return op.run(value)
+            variable = op.reader().variable
+            if variable is not None and not fits(variable.shape, value.shape):
+                return op.run(value)               # (its error)
+            kept = value.view()
+            kept.flags.writeable = False
+            op.context.assigned[op.attrs.variable_id] = kept
+            return value
+        return keep
+
+
+class _BeamGather(_Rebound):
+    """Gather(past, beam_idx, 0) where beam_idx is 0, 1, ..., n - 1: `past` itself."""
+
+    def bind(self, info):
+        kernel = self.op.bind(info) if hasattr(self.op, "bind") else None
+        kernel = kernel or self.op.run
+        ranges: dict[int, np.ndarray] = {}
+
+        def gather(data, indices, axis):
+            n = data.shape[0] if data.ndim else -1
+            if indices.ndim == 1 and indices.shape[0] == n:
+                order = ranges.get(n)
+                if order is None:
+                    order = ranges[n] = np.arange(n)
+                if np.array_equal(indices, order):
+                    return data
+            return kernel(data, indices, axis)
+        return gather

@@ -1,0 +1,142 @@
+"""Dynamic shapes at run time: each step whose output size was unknown at load is checked
+before it runs (its types inferred again from the actual inputs, its outputs held to the memory
+limit) — once per distinct input signature, not once per call.
+
+A step's shape inference is a function of its inputs' shapes and of the values of the small
+inputs it reads (a Reshape's target, a Broadcast's shape, a Range's bounds: what it is shown,
+inputs of at most `VALUE_ELEMENTS` elements).  `StepCheck` shows it values through stand-ins that
+record which ones it reads, and keys its memo on the input shapes and the bytes of those values
+only: a decode step whose `position_ids` change every call but whose shapes do not is checked
+once, where keying on every small input's values checked it every call.  (Inference is
+deterministic: on inputs that agree in everything it read, it reads the same and answers the same.)
+
+Dynamic plans run the same fast loop as static ones (irrun/executor.py): a step that needs a
+check gets its kernel wrapped by `checked`.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Callable
+
+from .errors import IrrunError, ModelError
+from .registry import TensorType
+from .shapes import is_static
+
+#: inputs up to this many elements are shown to shape inference with their values
+VALUE_ELEMENTS = 64
+#: checks passed, remembered per plan (layer kind and input shapes) and per kind (small values)
+KINDS_KEPT = 4096
+VALUES_KEPT = 8
+
+
+class _Shown(TensorType):
+    """A TensorType whose `value` notes that inference read it."""
+
+    def __init__(self, shape, etype, value, reads: list, position: int):
+        self.shape, self.etype, self.notes = shape, etype, None
+        self._value, self._reads, self._position = value, reads, position
+
+    @property
+    def value(self):
+        if self._value is not None:
+            self._reads.append(self._position)
+        return self._value
+
+
+class StepCheck:
+    """The run-time check of one step: inference again on the actual inputs, memoised; and the
+    step's kernel bound again for input shapes that recur (`kernel_for`)."""
+
+    __slots__ = ("plan", "step", "memo", "kind", "bindable")
+
+    def __init__(self, plan, step):
+        self.plan, self.step = plan, step
+        # (input shapes, inputs whose values inference read, their bytes, the output types, the kernel
+        # bound for them or None) of the last check: one tuple, replaced whole (threads sharing a
+        # model check concurrently)
+        self.memo: tuple = (None, (), (), None, None)
+        # layers of one kind, attributes and input types infer alike (analysis: Node.signature): a
+        # check passed by one passes for all (a decoder's layers all see the same shapes)
+        node = step.node
+        self.kind = None if node.signature is None or node.bodies else \
+            (node.signature, tuple(t.etype.name if t is not None else None
+                                   for t in (plan.analysis.type_of(src) for src in node.inputs)))
+        op = step.op
+        self.bindable = op is node.op and hasattr(op, "bind") and not step.members and not op.run_replaced()
+
+    def __call__(self, args) -> None:
+        self.kernel_for(args)
+
+    def kernel_for(self, args) -> Callable:
+        """Check `args` and return the kernel to run them: the step's own, or one bound for these
+        input shapes (and read values) the second time in a row a call brings them."""
+        shapes = tuple([a.shape for a in args])
+        memo = self.memo
+        if shapes == memo[0] and (not memo[1] or all(args[i].tobytes() == v for i, v in zip(memo[1], memo[2]))):
+            if memo[4] is not None:
+                return memo[4]
+            if self.bindable and memo[3] is not None:
+                bound = self._bind(args, memo[3]) or self.step.kernel
+                self.memo = memo[:4] + (bound,)
+                return bound
+            return self.step.kernel
+        if self.kind is not None:
+            for read, values, types in self.plan.checked_kinds.get((self.kind, shapes), ()):
+                if all(args[i].tobytes() == v for i, v in zip(read, values)):
+                    self.memo = (shapes, read, values, types, None)
+                    return self.step.kernel
+        self._infer(args, shapes)
+        return self.step.kernel
+
+    def _infer(self, args, shapes: tuple) -> None:
+        plan, node = self.plan, self.step.node
+        reads: list[int] = []
+        declared = [plan.analysis.type_of(src) for src in node.inputs]
+        shown = [_Shown(tuple(a.shape), t.etype, a if a.size <= VALUE_ELEMENTS else None, reads, i)
+                 for i, (a, t) in enumerate(zip(args, declared))]
+        try:
+            types = node.op.infer(shown)
+        except IrrunError as exc:
+            raise ModelError(exc.message, layer=node.layer.ref, file=plan.analysis.document.diagnostics.file) from None
+        for t in types:
+            if t is not None and is_static(t.shape) and t.etype.carrier is not None:
+                plan._check_size(node, prod(t.shape) * t.etype.carrier.itemsize, t.shape)
+        read = tuple(sorted(set(reads)))
+        values = tuple(args[i].tobytes() for i in read)
+        types = tuple(types)
+        self.memo = (shapes, read, values, types, None)
+        if self.kind is not None:
+            known = plan.checked_kinds
+            if len(known) > KINDS_KEPT:
+                known.clear()
+            entries = known.setdefault((self.kind, shapes), [])
+            if len(entries) < VALUES_KEPT:
+                entries.append((read, values, types))
+
+    def _bind(self, args, types: tuple) -> Callable | None:
+        """The op's kernel bound for these inputs (static shapes; constants as at load)."""
+        from .executor import StepInfo
+        step, plan = self.step, self.plan
+        if not all(t is not None and is_static(t.shape) for t in types[:len(step.outputs)]):
+            return None
+        declared = plan.step_info(step)
+        inputs = [TensorType(tuple(a.shape), t.etype, t.value) for a, t in zip(args, declared.inputs)]
+        info = StepInfo(inputs, [TensorType(t.shape, t.etype) for t in types[:len(step.outputs)]],
+                        step.consumable, step.used or declared.used)
+        try:
+            return step.op.bind(info)
+        except Exception:  # noqa: BLE001 - a kernel bound for load-time types is still there
+            return None
+
+
+def checked(check: StepCheck, spread: bool) -> Callable:
+    """The step's kernel behind `check` (the fast loop's calling convention: spread arguments, or
+    the one argument itself)."""
+    kernel_for = check.kernel_for
+    if spread:
+        def run(*args):
+            return kernel_for(args)(*args)
+    else:
+        def run(arg):
+            return kernel_for((arg,))(arg)
+    return run

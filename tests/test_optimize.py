@@ -1,0 +1,372 @@
+"""Load-time optimisation (irrun/optimize.py): each rewrite fires where it should and nowhere else.
+
+Every model here runs in OpenVINO and in irrun with optimize on; the optimized outputs must also be
+bit for bit those of optimize=False (the fused code makes the same NumPy calls in the same order:
+checking irrun against itself is the point there, on top of the differential check).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
+import pytest
+from click.testing import CliRunner
+from openvino.op.util import Variable, VariableInfo
+
+import irrun
+from irrun.cli import cli
+from irrun.optimize import FusedChain, _BeamGather, _Growing, _Keeping
+from irrun.watch import Collect, Timings
+from ovutil import CPU_F32, assert_close, compile_cpu, openvino_layer_outputs, run_openvino, save
+
+RNG = np.random.default_rng(11)
+
+
+def _c(shape, scale=1.0):
+    return ops.constant((RNG.standard_normal(shape) * scale).astype(np.float32))
+
+
+def _named(node, name):
+    node.set_friendly_name(name)
+    return node
+
+
+def fused_steps(m: irrun.Model) -> list[list[str]]:
+    """The layer names of each fused step of the plan an unwatched call runs."""
+    return [[n.layer.name for n in s.members] for s in m._plan.steps if s.members]
+
+
+def check_both_ways(xml, feeds: dict, *, rtol=1e-4, atol=1e-5) -> irrun.Model:
+    """OpenVINO's outputs, and optimize on == optimize off bit for bit; returns the optimized model."""
+    on, off = irrun.load(xml, optimize=True), irrun.load(xml, optimize=False)
+    expected = run_openvino(xml, [feeds[i.name] for i in on.inputs])
+    got_on, got_off = on.infer(feeds), off.infer(feeds)
+    for (name, a), b, e in zip(got_on.items(), got_off.values(), expected):
+        assert_close(a, e, rtol=rtol, atol=atol, what=name)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), name
+    return on
+
+
+def _chain_model():
+    """x -> Add c -> Relu -> Multiply c -> Sigmoid -> Clamp -> HSwish -> Reshape -> Tanh."""
+    x = ops.parameter([2, 3, 8], ov.Type.f32, name="x")
+    y = _named(ops.add(x, _c((1, 3, 1))), "add")
+    y = _named(ops.relu(y), "relu")
+    y = _named(ops.multiply(y, ops.constant(np.float32(1.5))), "mul")
+    y = _named(ops.sigmoid(y), "sig")
+    y = _named(ops.clamp(y, 0.1, 0.9), "clamp")
+    y = _named(ops.hswish(y), "hswish")
+    y = _named(ops.reshape(y, ops.constant(np.array([2, 24], np.int64)), False), "flat")
+    y = _named(ops.tanh(y), "tanh")
+    return ov.Model([ops.result(y)], [x])
+
+
+def test_an_elementwise_chain_is_one_step(tmp_path):
+    xml = save(_chain_model(), tmp_path)
+    m = check_both_ways(xml, {"x": RNG.standard_normal((2, 3, 8)).astype(np.float32)})
+    assert fused_steps(m) == [["add", "relu", "mul", "sig", "clamp", "hswish", "flat", "tanh"]]
+    assert len(irrun.load(xml, optimize=False)._plan.steps) == 9       # 8 layers and the Result
+
+
+@pytest.mark.parametrize("shape", [(1, 64, 128, 128), (3, 5)], ids=["large", "small"])
+def test_chains_of_every_fusable_op(shape, tmp_path):
+    """Large data runs the chain in parts; small data inlines the activations' NumPy calls."""
+    x = ops.parameter(list(shape), ov.Type.f32, name="x")
+    side = (1, shape[1]) + (1,) * (len(shape) - 2)
+    y = ops.subtract(_c(side), x)                               # the data second
+    y = ops.divide(y, ops.constant(np.float32(2.5)))
+    y = ops.power(ops.abs(y), ops.constant(np.float32(0.5)))   # (Abs is not fused: it starts a chain)
+    for make in (ops.swish, ops.mish, ops.hsigmoid, lambda t: ops.gelu(t, "tanh"), lambda t: ops.gelu(t, "erf"),
+                 ops.exp, lambda t: ops.swish(t, ops.constant(np.float32(0.7))), ops.sqrt, ops.log, ops.sin, ops.cos):
+        y = make(ops.add(y, ops.constant(np.float32(1.25))))
+    xml = save(ov.Model([ops.result(y)], [x]), tmp_path)
+    m = check_both_ways(xml, {"x": RNG.standard_normal(shape).astype(np.float32)}, rtol=1e-4, atol=1e-4)
+    # Subtract, Divide; then Abs (no bound kernel: not fused) ends the chain, and Power starts another
+    assert [len(chain) for chain in fused_steps(m)] == [2, 1 + 2 * 11]
+
+
+def test_a_chain_after_a_head_runs_in_its_output(tmp_path):
+    """MatMul -> Add bias -> Gelu, Convolution -> Add -> Relu, MVN -> Multiply -> Add (a layer norm):
+    the chain runs in the array the head made."""
+    x = ops.parameter([2, 4, 16], ov.Type.f32, name="x")
+    y = ops.gelu(ops.add(ops.matmul(x, _c((16, 16)), False, False), _c((16,))), "erf")
+    y = ops.add(ops.multiply(ops.mvn(y, ops.constant(np.array([-1])), True, 1e-5, "inside_sqrt"), _c((16,))),
+                _c((16,)))
+    img = ops.parameter([1, 3, 12, 12], ov.Type.f32, name="img")
+    z = ops.relu(ops.add(ops.convolution(img, _c((8, 3, 3, 3)), [1, 1], [1, 1], [1, 1], [1, 1]), _c((1, 8, 1, 1))))
+    xml = save(ov.Model([ops.result(y), ops.result(z)], [x, img]), tmp_path)
+    m = check_both_ways(xml, {"x": RNG.standard_normal((2, 4, 16)).astype(np.float32),
+                              "img": RNG.standard_normal((1, 3, 12, 12)).astype(np.float32)})
+    heads = sorted(m._plan.analysis.nodes[s.members[0].id].layer.op_type for s in m._plan.steps if s.members)
+    assert heads == ["Convolution", "MVN", "MatMul"]
+    assert all(s.op.head for s in m._plan.steps if s.members)
+
+
+def _branches():
+    """a = x + c has two readers; b = Relu(a) is a Result too; d = Sigmoid(b * c) goes on."""
+    x = ops.parameter([4, 8], ov.Type.f32, name="x")
+    a = _named(ops.add(x, _c((1, 8))), "a")
+    b = _named(ops.relu(a), "b")
+    c = _named(ops.multiply(b, _c((4, 8))), "c")
+    d = _named(ops.sigmoid(c), "d")
+    e = _named(ops.tanh(d), "e")
+    other = _named(ops.exp(a), "other")
+    return ov.Model([ops.result(e), ops.result(b), ops.result(other)], [x])
+
+
+def test_no_fusion_past_a_tensor_read_elsewhere(tmp_path):
+    """Two readers (a) and a Result (b) end chains; b's own chain is cut there too."""
+    xml = save(_branches(), tmp_path)
+    m = check_both_ways(xml, {"x": RNG.standard_normal((4, 8)).astype(np.float32)})
+    assert fused_steps(m) == [["c", "d", "e"]]
+
+
+def test_no_fusion_past_a_tensor_an_assign_keeps(tmp_path):
+    x = ops.parameter([2, 3], ov.Type.f32, name="x")
+    info = VariableInfo()
+    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([2, 3]), ov.Type.f32, "v"
+    var = Variable(info)
+    read = ops.read_value(ops.constant(np.zeros((2, 3), np.float32)), var)
+    kept = _named(ops.add(read, x), "kept")
+    out = _named(ops.sigmoid(ops.relu(kept)), "out")
+    xml = save(ov.Model([ops.result(out)], [ops.assign(kept, var)], [x]), tmp_path)
+    m = irrun.load(xml)
+    assert all("kept" not in names[:-1] for names in fused_steps(m))
+    feed = np.full((2, 3), -1.0, np.float32)
+    for step in (1, 2):
+        m.infer([feed])
+        np.testing.assert_array_equal(m.state["v"], step * feed)
+
+
+def test_a_watcher_gets_the_values_of_fused_away_layers(tmp_path):
+    """add_outputs, intermediates and a Collect of one hidden layer run a plan keeping it (equal to
+    OpenVINO's values); a timing watcher runs the fused plan and sees the time on the first layer."""
+    xml = save(_chain_model(), tmp_path)
+    feeds = {"x": RNG.standard_normal((2, 3, 8)).astype(np.float32)}
+    m = irrun.load(xml)
+    expected = openvino_layer_outputs(xml, feeds)
+    every = m.infer(feeds, intermediates=True)
+    for key in ("add:0", "relu:0", "mul:0", "sig:0", "clamp:0", "hswish:0", "flat:0", "tanh:0"):
+        assert_close(every[key], expected[key], what=key)
+    picked = Collect(frozenset(l.id for l in m.layers.values() if l.name == "clamp"))
+    m.infer(feeds, watch=[picked])
+    assert_close(picked.values["clamp:0"], expected["clamp:0"], what="clamp")
+    m.add_outputs(["sig"])
+    assert_close(m.infer(feeds)["sig:0"], expected["sig:0"], what="added sig")
+    timings = Timings()
+    irrun.load(xml).infer(feeds, watch=[timings])
+    names = [t.node.layer.name for t in timings.steps]
+    assert names == ["add", "relu", "mul", "sig", "clamp", "hswish", "flat", "tanh"]
+    first, rest = timings.steps[0], timings.steps[1:-1]
+    assert first.fused == tuple(names[1:]) and first.seconds > 0
+    assert all(t.seconds == 0 and t.fused_into == "add" for t in rest)
+    assert [t.output_shapes for t in timings.steps][-2:] == [((2, 24),), ((2, 24),)]
+
+
+def test_profile_attributes_a_fused_step_to_its_first_layer(tmp_path):
+    xml = save(_chain_model(), tmp_path)
+    r = CliRunner().invoke(cli, ["infer", str(xml), "-i", f"x={_npy(tmp_path)}", "--profile", "--repeat", "2"])
+    assert r.exit_code == 0, r.output
+    assert "+ fused: relu, mul, sig, clamp and 3 more" in r.output
+    unfused = CliRunner().invoke(cli, ["infer", str(xml), "-i", f"x={_npy(tmp_path)}", "--profile", "--repeat", "2",
+                                       "--no-optimize"])
+    assert unfused.exit_code == 0 and "fused" not in unfused.output
+
+
+def _npy(tmp_path):
+    path = tmp_path / "x.npy"
+    np.save(path, RNG.standard_normal((2, 3, 8)).astype(np.float32))
+    return path
+
+
+def test_a_failing_head_is_named(tmp_path):
+    """A chain's head whose inputs do not fit at run time (dynamic shapes): its layer is named."""
+    x = ops.parameter([-1, -1], ov.Type.f32, name="x")
+    y = ops.relu(ops.add(_named(ops.matmul(x, _c((4, 8)), False, False), "mm"), _c((8,))))
+    m = irrun.load(save(ov.Model([ops.result(y)], [x]), tmp_path))
+    assert fused_steps(m)
+    np.testing.assert_array_equal(m.infer([np.ones((2, 4), np.float32)])[0].shape, (2, 8))
+    with pytest.raises(irrun.ModelError, match='"mm"'):
+        m.infer([np.ones((2, 3), np.float32)])
+
+
+def test_in_place_is_refused_where_another_operand_views_the_data(tmp_path):
+    """Relu(a) -> Reshape -> Add(view of a): a dies at the fused step, but the step must not write
+    over it (its last stage reads a through the view)."""
+    x = ops.parameter([1, 4, 6, 6], ov.Type.f32, name="x")
+    a = ops.add(x, _c((1, 4, 1, 1)))
+    view = ops.reshape(a, ops.constant(np.array([1, 144], np.int64)), False)
+    out = ops.add(view, ops.reshape(ops.relu(a), ops.constant(np.array([1, 144], np.int64)), False))
+    xml = save(ov.Model([ops.result(out)], [x]), tmp_path)
+    m = check_both_ways(xml, {"x": RNG.standard_normal((1, 4, 6, 6)).astype(np.float32)})
+    assert fused_steps(m)
+
+
+def test_dynamic_chains_and_recurring_shapes(tmp_path):
+    """A dynamic model: the chain is fused; shapes that recur get kernels bound for them; other
+    shapes still come out right."""
+    x = ops.parameter([-1, 16], ov.Type.f32, name="x")
+    y = ops.reshape(ops.sigmoid(ops.multiply(ops.add(x, _c((1, 16))), _c((16,)))),
+                    ops.constant(np.array([-1, 4, 4], np.int64)), False)
+    y = ops.softmax(y, -1)
+    xml = save(ov.Model([ops.result(y)], [x]), tmp_path)
+    m = irrun.load(xml)
+    assert fused_steps(m)
+    for rows in (3, 3, 3, 5, 3, 1):
+        feeds = {"x": RNG.standard_normal((rows, 16)).astype(np.float32)}
+        (expected,) = run_openvino(xml, [feeds["x"]])
+        assert_close(m.infer(feeds)[0], expected)
+    reshape = next(s for s in m._plan.steps if s.node.layer.op_type == "Reshape")
+    assert reshape.check.memo[0] == ((1, 16), (3,)) and reshape.check.memo[4] is None   # seen once: not bound
+    m.infer({"x": np.ones((1, 16), np.float32)})
+    assert reshape.check.memo[4] is not None                                             # again: bound
+
+
+def test_checks_follow_the_values_shape_inference_reads(tmp_path):
+    """Broadcast to a shape given as an input: same input shapes, other values, another output
+    size; the memory limit still holds for it."""
+    x = ops.parameter([1, 3], ov.Type.f32, name="x")
+    target = ops.parameter([2], ov.Type.i64, name="target")
+    y = ops.relu(ops.broadcast(ops.add(x, _c((1, 3))), target))
+    xml = save(ov.Model([ops.result(y)], [x, target]), tmp_path)
+    m = irrun.load(xml, max_memory=4096)
+    data = RNG.standard_normal((1, 3)).astype(np.float32)
+    for rows in (2, 5, 2):
+        feeds = [data, np.array([rows, 3], np.int64)]
+        (expected,) = run_openvino(xml, feeds)
+        assert_close(m.infer(feeds)[0], expected)
+    with pytest.raises(irrun.ResourceLimitError, match="memory limit"):
+        m.infer([data, np.array([1000, 3], np.int64)])
+
+
+# ---------------------------------------------------------------- KV caches
+
+def _kv_model():
+    """A cache [batch, 2, past, 4] per call: past = Gather(ReadValue, beam_idx); past + new keys
+    (Concat on axis 2) are assigned back and attended to by the query."""
+    info = VariableInfo()
+    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([-1, 2, -1, 4]), ov.Type.f32, "cache"
+    var = Variable(info)
+    new = ops.parameter([-1, 2, -1, 4], ov.Type.f32, name="new")
+    query = ops.parameter([-1, 2, 1, 4], ov.Type.f32, name="query")
+    beam = ops.parameter([-1], ov.Type.i32, name="beam_idx")
+    # (no initializing input: zeros of the variable's shape, its dynamic dims 0; the first Gather
+    # then picks rows that are not there, which gives zeros in both)
+    past = ops.gather(ops.read_value(var), beam, ops.constant(np.int64(0)))
+    grown = ops.concat([past, new], 2)
+    scores = ops.softmax(ops.matmul(query, grown, False, True), -1)
+    out = ops.matmul(scores, grown, False, False)
+    return ov.Model([ops.result(out)], [ops.assign(grown, var)], [new, query, beam])
+
+
+def test_a_kv_cache_grows_in_place_with_openvinos_values(tmp_path):
+    xml = save(_kv_model(), tmp_path)
+    m = irrun.load(xml)
+    kinds = {type(s.op) for s in m._plan.steps}
+    assert {_Growing, _Keeping, _BeamGather} <= kinds
+    compiled = compile_cpu(xml, CPU_F32)
+    request = compiled.create_infer_request()
+
+    def both(feeds):
+        expected = request.infer(feeds)[compiled.outputs[0]].copy()
+        assert_close(m.infer(feeds)[0], expected)
+        ov_state = {s.name: s.state.data.copy() for s in request.query_state()}
+        assert_close(m.state["cache"], ov_state["cache"], rtol=0, atol=0, what="state")
+
+    def step(batch, tokens, beam):
+        return {"new": RNG.standard_normal((batch, 2, tokens, 4)).astype(np.float32),
+                "query": RNG.standard_normal((batch, 2, 1, 4)).astype(np.float32),
+                "beam_idx": np.array(beam, np.int32)}
+
+    both(step(2, 5, [0, 1]))                     # prefill
+    buffer = m._plan.steps[[type(s.op) for s in m._plan.steps].index(_Growing)].op.cache
+    for _ in range(3):
+        both(step(2, 1, [0, 1]))                 # identity beams: appended in place
+    first = buffer.buffer
+    both(step(2, 1, [0, 1]))
+    assert buffer.buffer is first and m.state["cache"].shape == (2, 2, 9, 4)
+    both(step(2, 1, [1, 1]))                     # beam search: rows reordered
+    both(step(2, 1, [1, 0]))
+    for _ in range(12):                          # past the buffer's room: a bigger one
+        both(step(2, 1, [0, 1]))
+    assert m.state["cache"].shape == (2, 2, 23, 4)
+    m.reset_state()
+    request.reset_state()
+    both(step(1, 3, [0]))
+    assert m.state["cache"].shape == (1, 2, 3, 4)
+
+
+def test_a_failed_call_leaves_the_cache_as_it_was(tmp_path):
+    xml = save(_kv_model(), tmp_path)
+    m = irrun.load(xml)
+    feeds = {"new": np.ones((1, 2, 3, 4), np.float32), "query": np.ones((1, 2, 1, 4), np.float32),
+             "beam_idx": np.array([0], np.int32)}
+    m.infer(feeds)
+    before = m.state["cache"]
+    with pytest.raises(irrun.IrrunError):
+        m.infer({**feeds, "query": np.ones((1, 2, 1, 5), np.float32)})
+    np.testing.assert_array_equal(m.state["cache"], before)
+    m.infer({**feeds, "new": 2 * np.ones((1, 2, 1, 4), np.float32)})
+    np.testing.assert_array_equal(m.state["cache"][:, :, :3], before)
+    np.testing.assert_array_equal(m.state["cache"][:, :, 3:], 2 * np.ones((1, 2, 1, 4), np.float32))
+
+
+# ---------------------------------------------------------------- switches
+
+def test_optimize_off_by_argument_environment_and_cli(tmp_path, monkeypatch):
+    xml = save(_chain_model(), tmp_path)
+    assert irrun.load(xml).optimize and fused_steps(irrun.load(xml))
+    assert not fused_steps(irrun.load(xml, optimize=False))
+    monkeypatch.setenv("IRRUN_OPTIMIZE", "0")
+    m = irrun.load(xml)
+    assert not m.optimize and not fused_steps(m) and m.options()["optimize"] is False
+    assert irrun.load(xml, optimize=True).optimize
+    monkeypatch.delenv("IRRUN_OPTIMIZE")
+    for args in ([], ["--no-optimize"], ["--optimize"]):
+        r = CliRunner().invoke(cli, ["infer", str(xml), "-i", f"x={_npy(tmp_path)}", *args])
+        assert r.exit_code == 0, r.output
+    code = f"import irrun; print(irrun.load({str(xml)!r}).optimize)"
+    env = {**__import__("os").environ, "IRRUN_OPTIMIZE": "off"}
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          check=True).stdout.strip() == "False"
+
+
+def test_a_pickled_model_keeps_its_optimize_setting(tmp_path):
+    import pickle
+    xml = save(_chain_model(), tmp_path)
+    again = pickle.loads(pickle.dumps(irrun.load(xml, optimize=False)))
+    assert not again.optimize and not fused_steps(again)
+
+
+def test_fused_chain_is_not_an_op_of_the_graph(tmp_path):
+    """The model as loaded is unchanged: saving it writes the IR's layers, not the fused steps."""
+    xml = save(_chain_model(), tmp_path)
+    m = irrun.load(xml)
+    assert all(isinstance(s.op, FusedChain) for s in m._plan.steps if s.members)
+    out = m.save(tmp_path / "again.xml")
+    assert "FusedChain" not in out.read_text() and out.read_text().count("<layer ") == \
+        xml.read_text().count("<layer ")
+
+
+def test_bodies_follow_the_models_setting(tmp_path):
+    """A TensorIterator's body: its chain fused with optimize on, not with it off; OpenVINO's values."""
+    x, h0 = ops.parameter([2, 4, 3], ov.Type.f32, name="x"), ops.parameter([2, 3], ov.Type.f32, name="h0")
+    xi, hi = ops.parameter([2, 1, 3], ov.Type.f32), ops.parameter([2, 3], ov.Type.f32)
+    h = ops.tanh(ops.sigmoid(ops.add(ops.add(ops.matmul(ops.squeeze(xi, [1]), _c((3, 3)), False, False),
+                                             ops.matmul(hi, _c((3, 3)), False, False)), _c((3,)))))
+    r_h = ops.result(h)
+    ti = ops.tensor_iterator()
+    ti.set_function(ov.Model([r_h], [xi, hi]))
+    ti.set_sliced_input(xi, x.output(0), 0, 1, 1, -1, 1)
+    ti.set_merged_input(hi, h0.output(0), r_h.output(0))
+    xml = save(ov.Model([ops.result(ti.get_iter_value(r_h.output(0), -1))], [x, h0]), tmp_path)
+    feeds = {"x": RNG.standard_normal((2, 4, 3)).astype(np.float32), "h0": np.zeros((2, 3), np.float32)}
+    on = check_both_ways(xml, feeds)
+    off = irrun.load(xml, optimize=False)
+    for m, fused in ((on, True), (off, False)):
+        op = next(s.op for s in m._plan.steps if s.node.bodies)
+        runner = op.runner("body")
+        assert any(s.members for s in runner.plan.steps) is fused
