@@ -163,6 +163,31 @@ def test_im2col_blocks_in_parts_equal_one_thread(two_threads, monkeypatch):
     np.testing.assert_array_equal(parallel, convolution.conv_forward(x, w, geo))
 
 
+@pytest.mark.parametrize("total, step, parts, expected", [
+    (112, 31, 2, 28),     # 4 blocks of 28 (56 + 56 rows per core), not 31, 31, 31, 19 (62 + 50)
+    (7, 16, 2, 4),        # one block that fits would leave a core idle: 4 + 3
+    (10, 3, 1, 3),        # one part: the step as given
+    (5, 1, 2, 1),         # never below one row
+    (3, 8, 4, 1),         # more parts than rows: one row each
+])
+def test_balanced_blocks(total, step, parts, expected):
+    got = convolution.balanced_step(total, step, parts)
+    assert got == expected and got <= max(step, 1)
+    blocks = -(-total // got)
+    assert blocks % parts == 0 or blocks == total
+
+
+def test_im2col_columns_buffer_reused_across_blocks(monkeypatch):
+    """Blocks of unequal length (the last one short) copy into one buffer per part: stale columns
+    of a longer block must not leak into a shorter one's product."""
+    monkeypatch.setattr(convolution, "COLUMN_BLOCK_ELEMENTS", 1000)
+    x, w = rand(2, 3, 23, 19), rand(1, 8, 3, 3, 3, seed=2)
+    geo = convolution.Geometry((1, 2), (1, 1), (1, 0), (2, 1), (0, 0), "explicit")
+    blocked = convolution.conv_forward(x, w, geo)
+    monkeypatch.setattr(convolution, "COLUMN_BLOCK_ELEMENTS", 1 << 30)
+    np.testing.assert_allclose(blocked, convolution.conv_forward(x, w, geo), rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------- elementwise kernels in parts
 
 ACTIVATIONS = {

@@ -120,6 +120,15 @@ TAP_MIN_CHANNELS = 16          # (16 -> 16 gains 2.4x; 4 -> 2 loses 15%)
 TAP_MIN_GROUP_CHANNELS = 32    # grouped: 4 groups of 32 gain 1.5x; 8 groups of 16 lose 25%
 
 
+def balanced_step(total: int, step: int, parts: int) -> int:
+    """A block length of at most `step` that cuts `total` into a multiple of `parts` near-equal
+    blocks, so that no core waits for another's extra block (112 rows in blocks of 31 made
+    62 + 50 rows on two cores; in blocks of 28, 56 + 56)."""
+    blocks = -(-total // max(step, 1))
+    blocks = -(-blocks // parts) * parts
+    return max(1, -(-total // blocks))
+
+
 def _in_batch_slices(fn, x: np.ndarray, per_sample: int) -> np.ndarray:
     step = max(1, BUFFER_ELEMENTS // max(per_sample, 1))
     if step >= x.shape[0]:
@@ -254,29 +263,32 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
         out = np.empty((n, groups, og, *counts), filters.dtype)
         row_elements = n * groups * rows * prod(counts[1:])
 
-        def times_filter(first, last):
-            """Output rows [first, last): their column matrix (the copy), from just the (padded)
-            input rows they read, times the filters, written into `out`."""
+        def times_filter(first, last, buffer):
+            """Output rows [first, last): their column matrix (copied into `buffer`), from just the
+            (padded) input rows they read, times the filters, written into `out`."""
             lo = whole[0][0] + first * geo.strides[0]
             region = [(lo, lo + (last - first - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
             view = sliding_window_view(_zero_extended(xs, region), spans, axis=axes)[windows]
             view = view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
+            # Into a buffer each part keeps, not a new array per block: fresh memory is page-faulted
+            # in (a 7x7 stem's copies took twice as long) one core at a time
+            columns = buffer[:view.size].reshape(view.shape)
+            np.copyto(columns, view)
             target = out[:, :, :, first:last].reshape(n, groups, og, -1)
-            # (a reshape may keep a view whose rows overlap, which NumPy multiplies without BLAS)
             if positions_major:
-                columns = np.ascontiguousarray(view.reshape(n, groups, -1, rows))
-                np.matmul(filters, columns.swapaxes(-1, -2), out=target)
+                np.matmul(filters, columns.reshape(n, groups, -1, rows).swapaxes(-1, -2), out=target)
             else:
-                np.matmul(filters, np.ascontiguousarray(view.reshape(n, groups, rows, -1)), out=target)
+                np.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
 
         step = max(1, COLUMN_BLOCK_ELEMENTS // max(row_elements, 1))
         parts = threads.parts_for(row_elements * counts[0], most=counts[0])
-        step = min(step, -(-counts[0] // parts))
+        step = balanced_step(counts[0], step, parts)
         blocks = [(a, min(a + step, counts[0])) for a in range(0, counts[0], step)]
 
         def run_blocks(a, b):
+            buffer = np.empty(row_elements * step, filters.dtype)
             for first, last in blocks[a:b]:
-                times_filter(first, last)
+                times_filter(first, last, buffer)
 
         if parts == 1:
             run_blocks(0, len(blocks))
