@@ -119,17 +119,19 @@ def test_winograd_in_tile_row_blocks(monkeypatch, tmp_path):
 # ---------------------------------------------------------------- depthwise and long 1-D kernels
 
 @pytest.mark.parametrize("channels, multiplier, size, kernel, stride, dilation", [
-    (16, 1, [23, 19], [3, 3], [1, 1], [1, 1]),        # channel blocks (NCHW)
-    (160, 1, [15, 14], [5, 5], [2, 2], [1, 1]),       # channels-last
-    (160, 2, [9, 10], [3, 3], [1, 2], [2, 1]),        # channels-last with a multiplier
-    (24, 3, [11, 12], [3, 3], [2, 1], [1, 1]),
+    (16, 1, [23, 19], [3, 3], [1, 1], [1, 1]),        # tap by tap, blocks of channels
+    (160, 1, [15, 14], [5, 5], [2, 2], [1, 1]),       # einsum over channels-last windows
+    (160, 2, [9, 10], [3, 3], [1, 2], [2, 1]),        # einsum with a multiplier, dilated
+    (24, 3, [11, 12], [3, 3], [2, 1], [1, 1]),        # einsum: 72 output channels
     (130, 1, [31], [5], [3], [2]),                    # 1-D
-    (8, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2]),   # 3-D
+    (8, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2]),   # 3-D, tap by tap
+    (64, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2]),  # 3-D, einsum
 ])
 @pytest.mark.parametrize("block", [7, convolution.DEPTHWISE_BLOCK_ELEMENTS])
 def test_depthwise(channels, multiplier, size, kernel, stride, dilation, block, monkeypatch, tmp_path):
     monkeypatch.setattr(convolution, "DEPTHWISE_BLOCK_ELEMENTS", block)
-    calls = spy(monkeypatch, convolution, "_depthwise")
+    path = "_depthwise_einsum" if channels * multiplier >= convolution.DEPTHWISE_EINSUM_CHANNELS else "_depthwise_taps"
+    calls = spy(monkeypatch, convolution, path)
     rank = len(size)
     x = ops.parameter([2, channels, *size], np.float32, name="x")
     w = rand(channels, multiplier, 1, *kernel, seed=1)
@@ -148,6 +150,20 @@ def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatc
     node = ops.convolution(x, ops.constant(w), [stride], [kernel // 4], [0], [1])
     compare(model_of(node, x), [rand(2, 1, length)], tmp_path)
     assert calls
+
+
+def test_depthwise_einsum_rows_in_parts_equal_one_thread(two_threads, monkeypatch):
+    """Rows of a large depthwise layer on two threads give the bits of one thread."""
+    monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
+    x, w = rand(1, 96, 30, 29), rand(96, 1, 1, 3, 3, seed=1)
+    geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
+    splits = []
+    run_parts = threads.run_parts
+    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    parallel = convolution.conv_forward(x, w, geo)
+    assert splits == [2]
+    threads.set_threads(1)
+    np.testing.assert_array_equal(parallel, convolution.conv_forward(x, w, geo))
 
 
 def test_im2col_blocks_in_parts_equal_one_thread(two_threads, monkeypatch):

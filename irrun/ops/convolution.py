@@ -14,7 +14,8 @@ with data [N, G*C_in, spatial...] and output [N, G*C_out, spatial...].
 Kernels (BLAS through `matmul`, Python loops only over kernel taps):
   forward     im2col: a strided view of the padded input, copied once, then one
               batched matmul [G, C_out, C_in*K] @ [N, G, C_in*K, O].  A 1x1
-              kernel needs no im2col; depthwise (C_in = 1) accumulates over taps.
+              kernel needs no im2col; depthwise (C_in = 1) is one einsum over
+              channels-last windows (tap by tap for fewer than 64 channels).
               Stride 1 with few channels (C_out <= C_in, 16 <= C_in <= 128): one
               GEMM per tap on the flattened padded input, where each tap's shift is a
               contiguous slice (no im2col copy; 1.3-2.4x faster there).
@@ -104,14 +105,15 @@ COLUMN_BLOCK_ELEMENTS = 1 << 19
 # (above, the GEMMs of [C_out, 9 C_in] columns win; 16 -> 16 is 2.4x faster tap by tap, 128 -> 128
 # 1.3x, 256 -> 256 1.3x slower).
 TAP_BLOCK_COLUMNS = 2048
-# Depthwise (see `_depthwise`): outputs per block (the accumulator and a product stay in L2: 0.75-0.9
-# of the time of blocks 16 times smaller or larger), the channel count from which blocks are
-# channels-last, and the most outputs per input channel (beyond, and for one group with a long
-# kernel, im2col's GEMM is faster: a 1-channel 1-D kernel of 512 taps into 64 channels ran
-# tap by tap at 3.5 GFLOP/s).
-DEPTHWISE_BLOCK_ELEMENTS = 1 << 16
-DEPTHWISE_CHANNELS_LAST = 128
+# Depthwise (see `_depthwise`): the most outputs per input channel (beyond, and for one group
+# with a long kernel, im2col's GEMM is faster: a 1-channel 1-D kernel of 512 taps into 64
+# channels ran tap by tap at 3.5 GFLOP/s); the output channels from which one einsum over
+# channels-last windows is used (below, its inner loop over channels is too short: 16 channels at
+# 112x112 took 0.65 ms against 0.42 tap by tap, 32 at 112x112 2.5 against 1.3 ms); and the
+# outputs per block tap by tap (the accumulator and a product stay in L2).
 DEPTHWISE_MAX_MULTIPLIER = 4
+DEPTHWISE_EINSUM_CHANNELS = 64
+DEPTHWISE_BLOCK_ELEMENTS = 1 << 16
 DEPTHWISE_MAX_TAPS = 27
 # im2col: a kernel axis this long makes positions-major columns (see `_im2col`)
 POSITIONS_MAJOR_TAPS = 16
@@ -136,79 +138,75 @@ def _in_batch_slices(fn, x: np.ndarray, per_sample: int) -> np.ndarray:
     return np.concatenate([fn(x[i:i + step]) for i in range(0, x.shape[0], step)])
 
 
-def _tap_slices(tap, dilations, strides, counts) -> tuple[slice, ...]:
-    """Positions of one kernel tap across `counts` windows, per spatial axis."""
-    return tuple(slice(t * d, t * d + (c - 1) * s + 1, s) for t, d, s, c in zip(tap, dilations, strides, counts))
-
-
 def _depthwise(x, w, geo: Geometry, counts) -> np.ndarray:
-    """One input channel per group (x padded already): out += patch * w[tap], tap by tap, no im2col.
+    """One input channel per group (x padded already): see `_depthwise_einsum`, and
+    `_depthwise_taps` for few channels."""
+    if w.shape[0] * w.shape[1] >= DEPTHWISE_EINSUM_CHANNELS:
+        return _depthwise_einsum(x, w, geo, counts)
+    return _depthwise_taps(x, w, geo, counts)
 
-    NumPy makes two passes per tap (multiply, add), so the accumulator must stay in cache: the
-    work is cut into blocks of about DEPTHWISE_BLOCK_ELEMENTS outputs, all taps done block by
-    block, blocks spread over the cores.  From DEPTHWISE_CHANNELS_LAST channels on, the blocks are
-    channels-last ([rows, W, C]: NumPy's inner loop runs over C contiguous channels, not along a
-    short row; 240 channels at 14x14: 0.69 against 1.32 ms); with fewer, channel blocks of NCHW."""
+
+def _depthwise_einsum(x, w, geo: Geometry, counts) -> np.ndarray:
+    """One `einsum` over channels-last windows,
+    out[n, o..., g, m] = sum over taps of window[n, o..., g, tap] * w[tap, g, m].
+
+    NumPy's einsum runs this as one multiply-add loop over the contiguous channels per output
+    position and tap, the accumulator a row of channels in L1: 3-4x faster than a multiply and
+    an add per tap over whole blocks (240 channels at 14x14, 5x5: 0.69 -> 0.16 ms; 144 at
+    56x56, 3x3: 2.0 -> 0.87 ms), with the same products summed in the same order.  The layout
+    changes (to channels-last and back) are two copies of the data.  Large layers run in rows
+    of outputs on the cores: one GIL-free call per part."""
+    groups, og, _, *kernel = w.shape
+    n, rank = x.shape[0], len(kernel)
+    spans = [effective_kernel(k, d) for k, d in zip(kernel, geo.dilations)]
+    xl = np.ascontiguousarray(np.moveaxis(x, 1, -1))                       # [N, S..., G]
+    windows = sliding_window_view(xl, spans, axis=tuple(range(1, 1 + rank)))   # [N, O'..., G, span...]
+    windows = windows[(slice(None),) + tuple(slice(0, (c - 1) * s + 1, s) for c, s in zip(counts, geo.strides))
+                      + (slice(None),) + tuple(slice(None, None, d) for d in geo.dilations)]
+    wl = np.ascontiguousarray(np.moveaxis(w.reshape(groups, og, *kernel), (0, 1), (-2, -1)))   # [K..., G, Og]
+    out = np.empty((n, *counts, groups, og), np.result_type(x, w))
+    letters = "abcdefgh"[:rank]
+    taps = "ijklmnop"[:rank]
+    subscripts = f"z{letters}g{taps},{taps}gm->z{letters}gm"
+    if og == 1:   # (a trailing axis of 1 would cut einsum's inner loop to one element)
+        subscripts = subscripts.replace("gm", "g")
+        wl, result = wl[..., 0], out[..., 0]
+    else:
+        result = out
+
+    def rows(a, b):
+        np.einsum(subscripts, windows[:, a:b], wl, out=result[:, a:b])
+    # (a multiply-add per element and tap; a part pays from about a million of them)
+    parts = threads.parts_for(out.size * prod(kernel) // 4, most=counts[0])
+    threads.run_parts(rows, threads.bounds(counts[0], parts))
+    return np.moveaxis(out.reshape(n, *counts, groups * og), -1, 1).reshape(n, groups, og, *counts)
+
+
+def _depthwise_taps(x, w, geo: Geometry, counts) -> np.ndarray:
+    """out += patch * w[tap], tap by tap, over blocks of channels of about DEPTHWISE_BLOCK_ELEMENTS
+    outputs (NumPy makes two passes per tap, a multiply and an add: the block stays in cache)."""
     groups, og, _, *kernel = w.shape
     n = x.shape[0]
-    taps = list(np.ndindex(*kernel))
-    if groups >= DEPTHWISE_CHANNELS_LAST:
-        # [N, S..., G(, 1)] and [taps, G(, Og)]: a multiplier axis only where there is a multiplier
-        # (a trailing axis of 1 cuts NumPy's inner loop to one element)
-        xl = np.ascontiguousarray(np.moveaxis(x, 1, -1))
-        wl = np.ascontiguousarray(np.moveaxis(w.reshape(groups, og, -1), -1, 0))
-        if og == 1:
-            wl = wl[..., 0]
-        else:
-            xl = xl[..., None]
-        out = np.empty((n, *counts, groups, *((og,) if og > 1 else ())), x.dtype)
-        row = prod(counts[1:]) * groups * og
-        rows = max(1, DEPTHWISE_BLOCK_ELEMENTS // row)
-        blocks = [(i, r, min(r + rows, counts[0])) for i in range(n) for r in range(0, counts[0], rows)]
-
-        def block(i, first, last):
-            acc = out[i, first:last]
-            tmp = np.empty_like(acc)
-            for k, tap in enumerate(taps):
-                index = tuple(slice(t * d + first * s, t * d + (last - 1) * s + 1, s) if axis == 0 else
-                              slice(t * d, t * d + (c - 1) * s + 1, s)
-                              for axis, (t, d, s, c) in enumerate(zip(tap, geo.dilations, geo.strides, counts)))
-                _accumulate(acc, tmp, xl[i][index], wl[k], k == 0)
-        _run_blocks(block, blocks, prod(counts) * n * groups * og * len(taps))
-        return np.moveaxis(out.reshape(n, *counts, groups * og), -1, 1).reshape(n, groups, og, *counts)
     out = np.empty((n, groups, og, *counts), x.dtype)
     per_group = prod(counts) * og
     step = max(1, DEPTHWISE_BLOCK_ELEMENTS // per_group)
-    blocks = [(i, g, min(g + step, groups)) for i in range(n) for g in range(0, groups, step)]
     spread = (1,) * len(counts)
-
-    def block(i, first, last):
-        acc = out[i, first:last]
-        tmp = np.empty_like(acc)
-        for k, tap in enumerate(taps):
-            patch = x[(i, slice(first, last), None) + _tap_slices(tap, geo.dilations, geo.strides, counts)]
-            _accumulate(acc, tmp, patch, w[(slice(first, last), slice(None), 0) + tap].reshape(-1, og, *spread),
-                        k == 0)
-    _run_blocks(block, blocks, out.size * len(taps))
+    taps = [tuple(slice(t * d, t * d + (c - 1) * s + 1, s) for t, d, s, c in zip(tap, geo.dilations, geo.strides, counts))
+            for tap in np.ndindex(*kernel)]
+    weights = [w[(slice(None), slice(None), 0) + tap].reshape(groups, og, *spread) for tap in np.ndindex(*kernel)]
+    for i in range(n):
+        for first in range(0, groups, step):
+            last = min(first + step, groups)
+            acc = out[i, first:last]
+            tmp = np.empty_like(acc)
+            for k, (tap, weight) in enumerate(zip(taps, weights)):
+                patch = x[(i, slice(first, last), None) + tap]
+                if k == 0:
+                    np.multiply(patch, weight[first:last], out=acc)
+                else:
+                    np.multiply(patch, weight[first:last], out=tmp)
+                    acc += tmp
     return out
-
-
-def _accumulate(acc, tmp, patch, weight, first: bool) -> None:
-    if first:
-        np.multiply(patch, weight, out=acc)
-    else:
-        np.multiply(patch, weight, out=tmp)
-        acc += tmp
-
-
-def _run_blocks(block, blocks, work: int) -> None:
-    """block(*b) for every b, in parts over the cores when the work pays."""
-    parts = threads.parts_for(work, most=len(blocks))
-
-    def run(a, b):
-        for args in blocks[a:b]:
-            block(*args)
-    threads.run_parts(run, threads.bounds(len(blocks), parts))
 
 
 def _pointwise(x, w, geo: Geometry) -> np.ndarray:
