@@ -228,7 +228,12 @@ def _zero_extended(x: np.ndarray, region) -> np.ndarray:
     block = x[(slice(None), slice(None)) + tuple(inside)]
     if not any(left or right for left, right in widths):
         return block
-    return np.pad(block, [(0, 0), (0, 0)] + widths)
+    # (np.pad spends about 100 us in Python per call, holding the GIL that parts share)
+    out = np.zeros(x.shape[:2] + tuple(b - a + left + right for (a, b), (left, right)
+                                       in zip(((s.start, s.stop) for s in inside), widths)), x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(left, left + s.stop - s.start)
+                                           for s, (left, _) in zip(inside, widths))] = block
+    return out
 
 
 def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
@@ -236,7 +241,7 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
 
     The column matrix is `rows` = C_in * K times the size of the output: built a block of output
     rows (first spatial axis) at a time, it stays within COLUMN_BLOCK_ELEMENTS (still thousands of
-    GEMM columns, as BLAS likes), and so does the padded copy of the input.  Large convolutions
+    GEMM columns, as BLAS likes).  Large convolutions
     run their blocks on every core (each block's copy and GEMM in one thread, BLAS single-threaded):
     the copies are then parallel too.
 
@@ -260,18 +265,21 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
         n = xs.shape[0]
         out = np.empty((n, groups, og, *counts), filters.dtype)
         row_elements = n * groups * rows * prod(counts[1:])
+        # Padded once, and its windows viewed once: a block is then a slice of them, and the
+        # parts run on the cores with little Python (the GIL) between their copies and GEMMs
+        region = [(whole[0][0], whole[0][0] + (counts[0] - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
+        view = sliding_window_view(_zero_extended(xs, region), spans, axis=axes)[windows]
+        view = view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
+        first_output_axis = 2 if positions_major else 3 + rank
 
         def times_filter(first, last, buffer):
-            """Output rows [first, last): their column matrix (copied into `buffer`), from just the
-            (padded) input rows they read, times the filters, written into `out`."""
-            lo = whole[0][0] + first * geo.strides[0]
-            region = [(lo, lo + (last - first - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
-            view = sliding_window_view(_zero_extended(xs, region), spans, axis=axes)[windows]
-            view = view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
+            """Output rows [first, last): their column matrix (copied into `buffer`) times the
+            filters, written into `out`."""
+            block = view[(slice(None),) * first_output_axis + (slice(first, last),)]
             # Into a buffer each part keeps, not a new array per block: fresh memory is page-faulted
             # in (a 7x7 stem's copies took twice as long) one core at a time
-            columns = buffer[:view.size].reshape(view.shape)
-            np.copyto(columns, view)
+            columns = buffer[:block.size].reshape(block.shape)
+            np.copyto(columns, block)
             target = out[:, :, :, first:last].reshape(n, groups, og, -1)
             if positions_major:
                 np.matmul(filters, columns.reshape(n, groups, -1, rows).swapaxes(-1, -2), out=target)
