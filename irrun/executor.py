@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import itemgetter
@@ -36,6 +37,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import threads
 from .analysis import SINK_TYPES, Analysis, Node
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
@@ -118,6 +120,11 @@ class Variant:
         if found is None:
             found = self._hidden = frozenset(n.id for step in self.steps for n in step.members[:-1])
         return found
+
+
+# Layers whose arithmetic decides `Plan.convolution_network`
+CONVOLUTION_TYPES = frozenset({"Convolution", "GroupConvolution", "ConvolutionBackpropData",
+                               "GroupConvolutionBackpropData", "DeformableConvolution", "BinaryConvolution"})
 
 
 class Plan:
@@ -405,6 +412,20 @@ class Plan:
             raise self._located(node, exc, args) from None
         return out if isinstance(out, tuple) else (out,)
 
+    @cached_property
+    def convolution_network(self) -> bool:
+        """Whether convolutions large enough to run in parts on every core do most of the
+        arithmetic (of the MACs known at load).  Such a network runs with BLAS held to one thread,
+        its kernels cutting their work into parts on irrun's pool (`threads.pool_owns_cores`):
+        OpenBLAS's own threads spin for a while after each GEMM, on the cores those parts want
+        (irrun/threads.py).  Other networks keep BLAS's threads: a transformer's GEMMs and a
+        MobileNet's 1x1 convolutions take 0.1 ms, which a hand-off to the pool costs as well."""
+        from .flops import model_macs
+        counts = {lid: m for lid, m in model_macs(self.analysis).items() if m}
+        large = sum(m for lid, m in counts.items() if m >= 2 * threads.GEMM_MACS_PER_PART
+                    and self.analysis.nodes[lid].layer.op_type in CONVOLUTION_TYPES)
+        return large * 2 >= sum(counts.values()) > 0
+
     # ------------------------------------------------------------ running
     def run(self, feeds: dict[str, np.ndarray], watchers: tuple = (), scope: Scope = TOP) -> list[np.ndarray]:
         """Run every step.  `watchers` (see irrun/watch.py) see each layer's outputs as its step
@@ -412,7 +433,8 @@ class Plan:
         slots = self._initial.copy()
         for pid, s in self.parameter_slots.items():
             slots[s] = feeds[pid]
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), \
+                (threads.single_threaded_blas() if self.convolution_network else nullcontext()):
             if watchers:
                 variant = self.variant_for(watchers)
                 self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))

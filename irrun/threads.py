@@ -7,7 +7,13 @@ threads of its own; the two must not fight:
 * a kernel that is one big GEMM leaves it to BLAS, which uses `threads()` cores;
 * a kernel that runs its parts on this pool (each part may call BLAS) runs them
   inside `single_threaded_blas()`: OpenBLAS's threads would otherwise wait for
-  each other's cores, and its calls from several threads at once take a lock.
+  each other's cores, and its calls from several threads at once take a lock;
+* a convolution network runs whole inside `single_threaded_blas()` (see
+  `executor.Plan.convolution_network`): OpenBLAS keeps its threads spinning for
+  about 0.1 s after each multi-threaded call, on the cores the pool's parts then
+  want (a convolution's blocks right after a two-thread GEMM took 1.5x their
+  time).  While `pool_owns_cores()`, kernels cut even single GEMMs into parts
+  (`matmul`).
 
 How many threads: `IRRUN_THREADS` if set, else the CPUs this process may run on
 (its affinity mask, which `taskset`, cgroups and container limits narrow).
@@ -146,6 +152,49 @@ def single_threaded_blas():
             if _single_blas_blocks == 0:
                 _single_blas_limit.restore_original_limits()
                 _single_blas_limit = None
+
+
+def pool_owns_cores() -> bool:
+    """Whether kernels should cut their GEMMs into parts themselves: more than one thread, and
+    BLAS held to one (inside `single_threaded_blas`, which a convolution network's whole run is:
+    see `Plan.blas_single`)."""
+    return _single_blas_blocks > 0 and threads() > 1
+
+
+# A GEMM is cut into parts from this many multiply-adds per part: at 50 GMAC/s on one core a
+# part is then about 0.3 ms, four times what a hand-off to the other core costs on a VM.
+GEMM_MACS_PER_PART = 1 << 24
+
+
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """np.matmul(a, b, out); while `pool_owns_cores()`, a large product runs on every core, cut
+    along its batch (when both operands have that leading axis), else along the longer of its
+    rows and columns, one BLAS call per part.  Each output element is the same dot product."""
+    if a.ndim < 2 or b.ndim < 2 or not pool_owns_cores():
+        return np.matmul(a, b, out=out)
+    rows, inner, columns = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    macs = rows * columns * inner
+    for d in batch:
+        macs *= d
+    parts = min(threads(), macs // GEMM_MACS_PER_PART)
+    if parts < 2:
+        return np.matmul(a, b, out=out)
+    if out is None:
+        out = np.empty(batch + (rows, columns), np.result_type(a, b))
+    if batch and a.ndim == b.ndim and a.shape[0] == b.shape[0] >= parts:
+        def part(s, e):
+            np.matmul(a[s:e], b[s:e], out=out[s:e])
+        run_parts(part, bounds(a.shape[0], parts))
+    elif rows >= columns:
+        def part(s, e):
+            np.matmul(a[..., s:e, :], b, out=out[..., s:e, :])
+        run_parts(part, bounds(rows, parts))
+    else:
+        def part(s, e):
+            np.matmul(a, b[..., s:e], out=out[..., s:e])
+        run_parts(part, bounds(columns, parts))
+    return out
 
 
 def _forget_pool() -> None:

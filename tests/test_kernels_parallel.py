@@ -366,3 +366,75 @@ def test_positions_major_2d(cin, kernel, stride, monkeypatch, tmp_path):
     node = ops.convolution(x, ops.constant(w), [stride, stride], [1, 0], [0, 2], [1, 1])
     compare(model_of(node, x), [rand(2, cin, 64, 48)], tmp_path)
     assert calls
+
+
+# ---------------------------------------------------------------- convolution networks: the pool owns the cores
+
+@pytest.mark.parametrize("a_shape, b_shape, axis", [
+    ((4, 8, 5), (4, 5, 6), "batch"), ((10, 7), (7, 3), "rows"), ((3, 7), (7, 10), "columns"),
+    ((2, 1, 6, 5), (3, 5, 4), "rows"),
+])
+def test_matmul_in_parts_while_the_pool_owns_the_cores(a_shape, b_shape, axis, two_threads, monkeypatch):
+    monkeypatch.setattr(threads, "GEMM_MACS_PER_PART", 1)
+    splits = []
+    run_parts = threads.run_parts
+    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(list(ranges)) or run_parts(fn, ranges))
+    a, b = rand(*a_shape), rand(*b_shape, seed=1)
+    threads.matmul(a, b)
+    assert not splits                       # BLAS has its threads: one call
+    with threads.single_threaded_blas():
+        assert threads.pool_owns_cores()
+        got = threads.matmul(a, b)
+    expected = np.matmul(a, b)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    cut = {"batch": a_shape[0], "rows": a_shape[-2], "columns": b_shape[-1]}[axis]
+    assert splits == [threads.bounds(cut, 2)]
+
+
+def convolution_network():
+    """Convolutions of 50-115 M MACs each: tap-eligible 64 -> 64, a 1x1 stride-2 projection,
+    Winograd-eligible 128 -> 128 at 28x28, a strided 128 -> 256, and a classifier."""
+    x = ops.parameter([1, 64, 56, 56], np.float32, name="x")
+
+    def conv(data, c_in, c_out, k, stride):
+        w = ops.constant(rand(c_out, c_in, k, k, seed=c_out + k, scale=1 / np.sqrt(c_in * k * k)))
+        return ops.relu(ops.convolution(data, w, [stride] * 2, [k // 2] * 2, [k // 2] * 2, [1, 1]))
+    y = conv(x, 64, 64, 3, 1)
+    y = conv(y, 64, 128, 1, 2)
+    y = conv(y, 128, 128, 3, 1)
+    y = conv(y, 128, 256, 3, 2)
+    pooled = ops.reduce_mean(y, ops.constant(np.array([2, 3], np.int64)), False)
+    logits = ops.matmul(pooled, ops.constant(rand(256, 10, seed=9)), False, False)
+    return model_of(logits, x)
+
+
+def test_a_convolution_network_runs_its_kernels_in_parts_and_matches_openvino(two_threads, monkeypatch, tmp_path):
+    """BLAS held to one thread for the whole run, im2col blocks (not the tap-by-tap kernel),
+    Winograd's GEMMs and the GEMMs of whole-column convolutions cut on the pool; the outputs are
+    OpenVINO's and, within float rounding, those of one thread."""
+    model = convolution_network()
+    xml = save(model, tmp_path / "net")
+    loaded = irrun.load(xml)
+    assert loaded._plan.convolution_network
+    splits, taps = [], spy(monkeypatch, convolution, "_shifted_taps")
+    run_parts = threads.run_parts
+    monkeypatch.setattr(threads, "run_parts",
+                        lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    matmuls = spy(monkeypatch, threads, "matmul")
+    image = rand(1, 64, 56, 56, seed=3)
+    expected = run_openvino(xml, [image])[0]
+    parallel = loaded.infer([image])[0]
+    assert not taps and matmuls and max(splits) == 2
+    assert_close(parallel, expected, rtol=1e-4, atol=1e-5)
+    threads.set_threads(1)
+    np.testing.assert_allclose(parallel, irrun.load(xml).infer([image])[0], rtol=1e-5, atol=1e-6)
+
+
+def test_networks_of_gemms_and_small_convolutions_keep_blas_threads(tmp_path):
+    x = ops.parameter([1, 17, 64], np.float32, name="x")
+    gemm = ops.matmul(x, ops.constant(rand(64, 64)), False, False)
+    assert not irrun.load(save(model_of(gemm, x), tmp_path / "gemm"))._plan.convolution_network
+    image = ops.parameter([1, 16, 28, 28], np.float32, name="image")
+    small = ops.convolution(image, ops.constant(rand(16, 16, 3, 3)), [1, 1], [1, 1], [1, 1], [1, 1])
+    assert not irrun.load(save(model_of(small, image), tmp_path / "small"))._plan.convolution_network

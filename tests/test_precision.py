@@ -37,8 +37,15 @@ def run_ov(xml: Path, inputs: list, config=CPU_F32_EXACT) -> list[np.ndarray]:
 
 
 def distance(a: np.ndarray, b: np.ndarray) -> float:
-    diff = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
-    return float(np.max(diff, initial=0.0, where=~np.isnan(diff)))
+    """Largest absolute difference; equal infinities and NaN beside NaN are no difference, NaN
+    beside a number an infinite one."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if np.any(np.isnan(a) != np.isnan(b)):
+        return float("inf")
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(a - b)
+    return float(np.max(diff, initial=0.0, where=~same))
 
 
 def check_modes(xml: Path, inputs: list, *, declared_differs: bool = True, config=CPU_F32_EXACT) -> dict:

@@ -24,7 +24,7 @@ import string
 
 import numpy as np
 
-from .. import etypes
+from .. import etypes, threads
 from ..errors import ModelError, ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, Shape, broadcast_dims, broadcast_shapes, dim_merge, dims_compatible, format_shape
@@ -86,6 +86,8 @@ class MatMul(Op):
             # OpenVINO accumulates f16 products in f32; NumPy's f16 matmul would round every step.
             return np.asarray(np.matmul(a.astype(np.float32), b.astype(np.float32)), dtype=np.float16)
         with np.errstate(all="ignore"):   # integer products wrap, as in C++
+            if a.dtype.kind == "f":
+                return np.asarray(threads.matmul(a, b))
             return np.asarray(np.matmul(a, b))
 
     def bind(self, step):
@@ -99,8 +101,8 @@ class MatMul(Op):
             return None
         k, shape = a.shape[-1], out.shape
         if self.attrs.transpose_b:
-            return lambda x, w: np.matmul(x.reshape(-1, k), w.T).reshape(shape)
-        return lambda x, w: np.matmul(x.reshape(-1, k), w).reshape(shape)
+            return lambda x, w: threads.matmul(x.reshape(-1, k), w.T).reshape(shape)
+        return lambda x, w: threads.matmul(x.reshape(-1, k), w).reshape(shape)
 
 
 # ---------------------------------------------------------------- GroupedMatMul

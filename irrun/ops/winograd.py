@@ -28,6 +28,8 @@ from math import prod
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .. import threads
+
 # Transform matrices, interpolation points 0, 1, -1 (F(2,3)) and 0, +-1, +-2, inf (F(4,3)),
 # in float64; the filter transform is computed in float64 too.
 _F23 = (
@@ -88,9 +90,10 @@ def _tile_rows(xp, f: WinogradFilter, th: int, tw: int, out) -> None:
     s_n, s_c, s_h, s_w = xp.strides
     tiles = as_strided(xp, (a, a, c, n, th, tw), (s_h, s_w, s_c, s_n, m * s_h, m * s_w), writeable=False)
     d = np.ascontiguousarray(tiles).reshape(a * a, -1)                  # [a^2, C_in * tiles]
-    v = (f.input_transform @ d).reshape(a * a, c, n * th * tw)
-    product = np.matmul(f.u, v)                                         # [a^2, C_out, tiles]
-    y = (f.output_transform @ product.reshape(a * a, -1)).reshape(m, m, f.c_out, n, th, tw)
+    # (threads.matmul: on every core while irrun's pool owns them, the batched GEMM by transform point)
+    v = threads.matmul(f.input_transform, d).reshape(a * a, c, n * th * tw)
+    product = threads.matmul(f.u, v)                                    # [a^2, C_out, tiles]
+    y = threads.matmul(f.output_transform, product.reshape(a * a, -1)).reshape(m, m, f.c_out, n, th, tw)
     # [m, m, C_out, N, th, tw] -> [N, C_out, th, m, tw, m], cropped to the outputs that exist
     full = y.transpose(3, 2, 4, 0, 5, 1).reshape(n, f.c_out, th * m, tw * m)
     out[...] = full[:, :, :out.shape[2], :out.shape[3]]
