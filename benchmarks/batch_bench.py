@@ -1,9 +1,10 @@
 """Samples per second of `irrun.batch` in each mode, against a plain Python loop.
 
-    python benchmarks/batch_bench.py [--rounds 2] [--digits 2000] [--resnet 400] [--no-dask]
+    python benchmarks/batch_bench.py [--rounds 2] [--digits 2000] [--resnet 400] [--resnet18 160] [--no-dask]
 
-For a small network (models/digits, 0.1 ms an inference) and a medium one
-(tests/models/resnet.f32.xml, 1x3x64x64, about 1.5 ms) it writes one `.npy` per
+For a small network (models/digits, 0.1 ms an inference), a medium one
+(tests/models/resnet.f32.xml, 1x3x64x64, about 1.5 ms) and a large one (benchmarks/networks.py's
+ResNet-18 at 1x3x224x224, about 30 ms on two cores) it writes one `.npy` per
 sample into a temporary folder, then times, from the first call to the last result
 written:
 
@@ -38,6 +39,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import irrun  # noqa: E402
 from irrun import batch  # noqa: E402
@@ -161,14 +163,25 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--digits", type=int, default=2000, help="digit samples")
     parser.add_argument("--resnet", type=int, default=400, help="ResNet samples")
+    parser.add_argument("--resnet18", type=int, default=160, help="ResNet-18 (224x224) samples")
     parser.add_argument("--no-dask", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="irrun-batch-bench-"))
     try:
-        tables = [("digits", *r) for r in measure_network("digits", DIGITS, (1, 1, 8, 8), args.digits,
-                                                          args.rounds, work, not args.no_dask)]
-        tables += [("resnet", *r) for r in measure_network("resnet", RESNET, (1, 3, 64, 64), args.resnet,
-                                                           args.rounds, work, not args.no_dask)]
+        tables = []
+        if args.digits:
+            tables += [("digits", *r) for r in measure_network("digits", DIGITS, (1, 1, 8, 8), args.digits,
+                                                               args.rounds, work, not args.no_dask)]
+        if args.resnet:
+            tables += [("resnet", *r) for r in measure_network("resnet", RESNET, (1, 3, 64, 64), args.resnet,
+                                                               args.rounds, work, not args.no_dask)]
+        if args.resnet18:
+            from networks import build_ir
+            (work / "resnet18").mkdir()
+            resnet18, _ = build_ir("resnet18", work / "resnet18")
+            tables += [("resnet18 224", *r) for r in measure_network("resnet18", resnet18, (1, 3, 224, 224),
+                                                                     args.resnet18, args.rounds, work,
+                                                                     not args.no_dask)]
         memory = memory_check(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
