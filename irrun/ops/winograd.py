@@ -51,6 +51,10 @@ TRANSFORMS = {2: _F23, 4: _F43}
 TILE_BUFFER_ELEMENTS = 1 << 22
 
 
+# Filter elements transformed at once (their float64 temporaries stay under 2 MiB)
+WINOGRAD_TRANSFORM_ELEMENTS = 1 << 16
+
+
 class WinogradFilter:
     """A 3x3 filter [C_out, C_in, 3, 3] transformed for F(m x m, 3 x 3)."""
 
@@ -58,9 +62,15 @@ class WinogradFilter:
         bt, g, at = TRANSFORMS[m]
         self.m, self.a = m, m + 2
         self.c_out, self.c_in = w.shape[:2]
-        # G w G^T, the right-hand product as one GEMM first (one einsum of all three: 1.5x the time)
-        u = np.einsum("xa,oiay->xyoi", g, w.astype(np.float64) @ g.T)
-        self.u = np.ascontiguousarray(u.reshape(self.a * self.a, self.c_out, self.c_in)).astype(dtype)
+        # G w G^T in float64, the right-hand product as one GEMM first (one einsum of all three:
+        # 1.5x the time), a few output channels at a time: the float64 temporaries of a whole
+        # 512-channel filter (40 MiB) would stay in the process's heap, counted in its peak RSS
+        self.u = np.empty((self.a * self.a, self.c_out, self.c_in), dtype)
+        step = max(1, WINOGRAD_TRANSFORM_ELEMENTS // max(self.c_in * 9, 1))
+        for first in range(0, self.c_out, step):
+            block = w[first:first + step].astype(np.float64) @ g.T
+            self.u[:, first:first + step] = np.einsum("xa,oiay->xyoi", g, block).reshape(
+                self.a * self.a, -1, self.c_in)
         self.input_transform = np.kron(bt, bt).astype(dtype)       # [a^2, a^2]
         self.output_transform = np.kron(at, at).astype(dtype)      # [m^2, a^2]
         self.dtype = np.dtype(dtype)
