@@ -254,12 +254,16 @@ def conv_vs_matmul(workdir: Path, repeat: int, threads: int | None = None) -> li
             m, k, n = cout, cin * taps, positions
         flops = 2 * groups * m * k * n
         conv_s = _median_time(lambda: model.infer(data), repeat)
+        rows.append((label, f"{groups}x[{m}x{k}x{n}]" if groups > 1 else f"{m}x{k}x{n}", flops / conv_s / 1e9,
+                     (groups, m, k, n, flops)))
+    # The GEMMs after every convolution: OpenBLAS's threads, once they have worked, spin beside the
+    # parts of irrun's pool for a while (up to half a second here) and would slow the next ones
+    for i, (label, gemm, conv_rate, (groups, m, k, n, flops)) in enumerate(rows):
         a = rng.standard_normal((groups, m, k), dtype=np.float32)
         b = rng.standard_normal((groups, k, n), dtype=np.float32)
         out = np.empty((groups, m, n), np.float32)
         gemm_s = _median_time(lambda: np.matmul(a, b, out=out), repeat)
-        rows.append((label, f"{groups}x[{m}x{k}x{n}]" if groups > 1 else f"{m}x{k}x{n}",
-                     flops / conv_s / 1e9, flops / gemm_s / 1e9))
+        rows[i] = (label, gemm, conv_rate, flops / gemm_s / 1e9)
     pool.set_threads(None)
     return rows
 
