@@ -324,11 +324,14 @@ TAP_GEOMETRY = {
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
 def test_stride_one_tap_by_tap(rank, kind, block_columns, dtype, monkeypatch, tmp_path):
     """Blocks of one output column, of a few (ending mid-row) and of whole maps; two samples; for
-    integers the sums are exact in f64 before the CPU plugin's rounding."""
+    integers the sums are exact in f64 before the CPU plugin's rounding.  A 2-D convolution of one
+    group takes the row-tap kernel (blocks of whole rows: one row, a few, the whole map)."""
     monkeypatch.setattr(convolution, "TAP_BLOCK_COLUMNS", block_columns)
+    monkeypatch.setattr(convolution, "ROW_TAP_BLOCK_COLUMNS", block_columns)
     calls = []
-    taps = convolution._shifted_taps
-    monkeypatch.setattr(convolution, "_shifted_taps", lambda *args: calls.append(1) or taps(*args))
+    path = "_row_taps" if rank == 2 and kind == "conv" else "_shifted_taps"
+    taps = getattr(convolution, path)
+    monkeypatch.setattr(convolution, path, lambda *args: calls.append(1) or taps(*args))
     spatial, kernel, pads_begin, pads_end, dilations = TAP_GEOMETRY[rank]
     make = rand if dtype != np.int32 else (lambda *shape, seed=0: ints(*shape, dtype=dtype, seed=seed))
     channels = 16 if kind == "conv" else 64
@@ -342,7 +345,7 @@ def test_stride_one_tap_by_tap(rank, kind, block_columns, dtype, monkeypatch, tm
                           pads_end, dilations)
     compare(model_of(node, x), [make(2, channels, *spatial).astype(dtype)], tmp_path,
             **(F16 if dtype == np.float16 else {}))
-    assert calls, "the tap-by-tap kernel was not used"
+    assert calls, f"{path} was not used"
 
 
 @pytest.mark.parametrize("rank", [1, 2, 3])
@@ -353,10 +356,12 @@ def test_tap_by_tap_negative_pads_agree_with_im2col(rank, monkeypatch):
                                "explicit")
     x, w = rand(2, 16, *(9, 8, 6)[:rank]), rand(1, 12, 16, *(3, 2, 3)[:rank], seed=1)
     calls = []
-    taps = convolution._shifted_taps
-    monkeypatch.setattr(convolution, "_shifted_taps", lambda *args: calls.append(1) or taps(*args))
+    path = "_row_taps" if rank == 2 else "_shifted_taps"      # (2-D, one group: the row-tap kernel)
+    taps = getattr(convolution, path)
+    monkeypatch.setattr(convolution, path, lambda *args: calls.append(1) or taps(*args))
     got = convolution.conv_forward(x, w, geo)
     monkeypatch.setattr(convolution, "TAP_MAX_CHANNELS", 0)
+    monkeypatch.setattr(convolution, "ROW_TAP_CHANNELS", (0, 0))
     np.testing.assert_allclose(got, convolution.conv_forward(x, w, geo), rtol=1e-5, atol=1e-5)
     assert calls == [1]
 
