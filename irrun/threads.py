@@ -40,10 +40,11 @@ import numpy as np
 
 from .errors import UsageError
 
-# Measured on 2 cores (numpy 2.4, AVX-512; minimum of 200): handing a part to the pool costs 10-15 us.
-# A float32 add in two parts: 256 Ki elements 1.19x the time of one part, 1 Mi 0.73x, 4 Mi 0.60x;
-# exp 1.06x, 0.81x, 0.63x.  So a part is at least 256 Ki elements of add-like work.
-MIN_PART_ELEMENTS = 1 << 18
+# Measured on 2 vCPUs (numpy 2.4, AVX-512; median of 200), where a hand-off to the other core costs
+# about 70 us: a float32 add in two parts takes 1.36x the time of one part at 256 Ki elements, 1.01x
+# at 512 Ki, 0.77x at 1 Mi, 0.57x at 4 Mi; exp 1.62x, 1.28x, 0.81x, 0.61x.  So a part is at least
+# 512 Ki elements of add-like work (at 256 Ki, ResNet-18's and the CRNN's pools ran slower in parts).
+MIN_PART_ELEMENTS = 1 << 19
 
 _lock = threading.Lock()
 _threads: int | None = None        # the count in force (None: not decided yet)
