@@ -226,8 +226,8 @@ def test_large_tensors_in_parts(name, two_threads, monkeypatch, tmp_path):
     """Tensors large enough to run in parts, against OpenVINO; and the parts' result equals the
     whole's bit for bit (every kernel here computes each output from its own inputs alone)."""
     calls = spy(monkeypatch, threads, "run_parts")
-    x = ops.parameter([2, 64, 64, 64], np.float32, name="x")     # 512 Ki elements
-    data = rand(2, 64, 64, 64) * np.float32(3)
+    x = ops.parameter([2, 64, 64, 128], np.float32, name="x")     # 1 Mi elements: two parts of 512 Ki
+    data = rand(2, 64, 64, 128) * np.float32(3)
     got = compare(model_of(ACTIVATIONS[name](x), x), [data], tmp_path, check_validate=False)
     assert calls, "no part ran on the pool"
     threads.set_threads(1)
@@ -238,8 +238,8 @@ def test_large_tensors_in_parts(name, two_threads, monkeypatch, tmp_path):
 
 def test_f16_input_widened_in_parts(two_threads, monkeypatch, tmp_path):
     calls = spy(monkeypatch, threads, "run_parts")
-    x = ops.parameter([2, 64, 64, 64], np.float16, name="x")
-    data = rand(2, 64, 64, 64).astype(np.float16)
+    x = ops.parameter([2, 64, 64, 128], np.float16, name="x")
+    data = rand(2, 64, 64, 128).astype(np.float16)
     compare(model_of(ops.convert(x, ov.Type.f32), x), [data], tmp_path)
     assert calls
 
@@ -349,7 +349,7 @@ print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 
 @pytest.mark.parametrize("name", ["hswish", "hsigmoid", "swish", "swish_beta", "mish", "gelu", "sigmoid", "clamp",
                                   "softmax"])
-@pytest.mark.parametrize("shape", [[1, 8, 5, 5], [2, 64, 64, 64]], ids=["small", "in-parts"])
+@pytest.mark.parametrize("shape", [[1, 8, 5, 5], [2, 64, 64, 128]], ids=["small", "in-parts"])
 def test_activation_over_its_dying_input(name, shape, two_threads, tmp_path):
     """The activation may overwrite Add's output, which nobody reads after it (in place where the
     kernel allows: HSwish, Swish and Mish read their input after writing)."""
