@@ -252,10 +252,14 @@ def conv_vs_matmul(workdir: Path, repeat: int, threads: int | None = None) -> li
             m, k, n = cout * taps, cin, int(np.prod(spatial))
         else:
             m, k, n = cout, cin * taps, positions
-        flops = 2 * groups * m * k * n
+        rows.append((label, f"{groups}x[{m}x{k}x{n}]" if groups > 1 else f"{m}x{k}x{n}", (model, data),
+                     (groups, m, k, n, 2 * groups * m * k * n)))
+    # Timed once every model is built and OpenVINO's threads (it saved them) have gone quiet: its
+    # worker threads, like OpenBLAS's, spin for a while after work, beside the pool's parts
+    time.sleep(1.0)
+    for i, (label, gemm, (model, data), shape) in enumerate(rows):
         conv_s = _median_time(lambda: model.infer(data), repeat)
-        rows.append((label, f"{groups}x[{m}x{k}x{n}]" if groups > 1 else f"{m}x{k}x{n}", flops / conv_s / 1e9,
-                     (groups, m, k, n, flops)))
+        rows[i] = (label, gemm, shape[-1] / conv_s / 1e9, shape)
     # The GEMMs after every convolution: OpenBLAS's threads, once they have worked, spin beside the
     # parts of irrun's pool for a while (up to half a second here) and would slow the next ones
     for i, (label, gemm, conv_rate, (groups, m, k, n, flops)) in enumerate(rows):
