@@ -62,15 +62,15 @@ class WinogradFilter:
         bt, g, at = TRANSFORMS[m]
         self.m, self.a = m, m + 2
         self.c_out, self.c_in = w.shape[:2]
-        # G w G^T in float64, the right-hand product as one GEMM first (one einsum of all three:
-        # 1.5x the time), a few output channels at a time: the float64 temporaries of a whole
-        # 512-channel filter (40 MiB) would stay in the process's heap, counted in its peak RSS
+        # G w G^T in float64 as one GEMM, kron(G, G) [a^2, 9] times the 3x3 taps of every channel
+        # pair (8x faster than einsums: a 512 x 512 filter in 8 ms), a few output channels at a time:
+        # the float64 temporaries of a whole 512-channel filter (40 MiB) would stay in the heap
         self.u = np.empty((self.a * self.a, self.c_out, self.c_in), dtype)
+        both = np.kron(g, g)
         step = max(1, WINOGRAD_TRANSFORM_ELEMENTS // max(self.c_in * 9, 1))
         for first in range(0, self.c_out, step):
-            block = w[first:first + step].astype(np.float64) @ g.T
-            self.u[:, first:first + step] = np.einsum("xa,oiay->xyoi", g, block).reshape(
-                self.a * self.a, -1, self.c_in)
+            taps = w[first:first + step].reshape(-1, 9).astype(np.float64)
+            self.u[:, first:first + step] = (both @ taps.T).reshape(self.a * self.a, -1, self.c_in)
         self.input_transform = np.kron(bt, bt).astype(dtype)       # [a^2, a^2]
         self.output_transform = np.kron(at, at).astype(dtype)      # [m^2, a^2]
         self.dtype = np.dtype(dtype)
