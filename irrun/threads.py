@@ -158,7 +158,7 @@ def single_threaded_blas():
 def pool_owns_cores() -> bool:
     """Whether kernels should cut their GEMMs into parts themselves: more than one thread, and
     BLAS held to one (inside `single_threaded_blas`, which a convolution network's whole run is:
-    see `Plan.blas_single`)."""
+    see `executor.Plan.convolution_network`)."""
     return _single_blas_blocks > 0 and threads() > 1
 
 

@@ -331,6 +331,19 @@ def _copy_region(src: np.ndarray, dst: np.ndarray, region) -> None:
     dst[(Ellipsis, *d_index)] = src[(Ellipsis, *s_index)]
 
 
+def _padded_rows(sample: np.ndarray, buffer: np.ndarray, whole, first: int, height: int, slack: int) -> np.ndarray:
+    """Rows [first, first + height) of `sample` [..., C, spatial...] padded to `whole` ((lo, hi) per
+    spatial axis), flattened per channel and followed by `slack` zeros, in `buffer`: the input of
+    the kernels whose shifts are contiguous slices (`_shifted_taps`, `_row_taps`)."""
+    lead, padded = sample.shape[:-len(whole)], [hi - lo for lo, hi in whole[1:]]
+    row = prod(padded)
+    slab = buffer[:prod(lead) * (height * row + slack)].reshape(*lead, -1)
+    slab.fill(0)
+    region = [(whole[0][0] + first, whole[0][0] + first + height)] + list(whole[1:])
+    _copy_region(sample, slab[..., :height * row].reshape(*lead, height, *padded), region)
+    return slab
+
+
 def _taps_pay(filter_shape, geo: Geometry, whole, counts) -> bool:
     """Whether `_shifted_taps` is the faster kernel: stride 1, few channels but not too few (per
     group: 4 -> 2 or 8 groups of 16 -> 16 are faster through im2col), and a padded grid at most
@@ -375,10 +388,7 @@ def _shifted_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
         for first in range(0, counts[0], rows):
             last = min(first + rows, counts[0])
             height, length = last - first + spans[0] - 1, (last - first) * row
-            slab = slab_buffer[:groups * cg * (height * row + slack)].reshape(groups, cg, -1)
-            slab.fill(0)
-            region = [(whole[0][0] + first, whole[0][0] + first + height)] + list(whole[1:])
-            _copy_region(sample, slab[:, :, :height * row].reshape(groups, cg, height, *padded[1:]), region)
+            slab = _padded_rows(sample, slab_buffer, whole, first, height, slack)
             total = sum_buffer[:groups * og * length].reshape(groups, og, length)
             product = product_buffer[:groups * og * length].reshape(groups, og, length)
             for k, (tap_filter, offset) in enumerate(zip(filters, offsets)):
@@ -440,10 +450,7 @@ def _row_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
         product_buffer = np.empty(kw * og * (rows * width + slack), w.dtype)
         for i, first, last in blocks[a:b]:
             height, length = last - first + span_h - 1, (last - first) * width
-            slab = slab_buffer[:cg * (height * width + slack)].reshape(cg, -1)
-            slab.fill(0)
-            region = [(whole[0][0] + first, whole[0][0] + first + height), whole[1]]
-            _copy_region(x[i], slab[:, :height * width].reshape(cg, height, width), region)
+            slab = _padded_rows(x[i], slab_buffer, whole, first, height, slack)
             stack = stack_buffer[:cg * kh * (length + slack)].reshape(cg, kh, length + slack)
             for r in range(kh):
                 stack[:, r] = slab[:, r * dh * width:r * dh * width + length + slack]
