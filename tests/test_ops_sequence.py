@@ -23,6 +23,7 @@ from ovutil import assert_close, compare, compile_cpu, run_openvino, save
 import irrun
 from irrun.errors import ModelError, ShapeError
 from irrun.etypes import from_dtype
+from irrun.ops.sequence import RecurrentSequence
 from irrun.registry import TensorType, implementation
 from irrun.shapes import parse_partial_shape
 from irrun.spec import all_specs, parse_attrs
@@ -290,6 +291,23 @@ def test_sequence_activations(kind, acts, tmp_path):
 @pytest.mark.parametrize("direction", DIRECTIONS)
 def test_gru_sequence_linear_before_reset(direction, tmp_path):
     compare(*sequence_case("GRU", direction, (5, 3), lbr=True), tmp_path)
+
+
+@pytest.mark.parametrize("kind,options", [
+    ("RNN", {}), ("RNN", {"clip": 0.3, "acts": ["relu"]}),
+    ("GRU", {}), ("GRU", {"lbr": True, "clip": 0.5}), ("GRU", {"acts": ["tanh", "sigmoid"]}),
+    ("LSTM", {}), ("LSTM", {"clip": 0.4}), ("LSTM", {"acts": ["tanh", "tanh", "sigmoid"], "scale": 0.3}),
+    ("LSTM", {"dtype": np.float16}),
+])
+def test_bidirectional_sequences_run_both_ways_at_once(kind, options, tmp_path, monkeypatch):
+    """Rows that all run every step: both directions in one stacked recurrence (the backward one
+    reversed in time), checked against OpenVINO and checked to be the path taken."""
+    taken = []
+    run_both_ways = RecurrentSequence.run_both_ways
+    monkeypatch.setattr(RecurrentSequence, "run_both_ways", lambda self, *a: taken.append(1) or run_both_ways(self, *a))
+    loose = {"rtol": 3e-3, "atol": 3e-3} if options.get("dtype") is np.float16 else {}
+    compare(*sequence_case(kind, "bidirectional", (7, 7, 7), steps=7, **options), tmp_path, **loose)
+    assert taken
 
 
 @pytest.mark.parametrize("kind", KINDS)
