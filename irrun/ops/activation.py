@@ -73,14 +73,28 @@ def _gelu_erf_f32_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """0.5 x (1 + erf(x / sqrt 2)) of float32 data, written into `out` (which may be `x`)."""
     if x.ndim == 0:   # NumPy makes scalars of 0-d results, which `out=` cannot take
         return _gelu_erf_f32_into(x.reshape(1), out.reshape(1)).reshape(())
-    t = np.multiply(x, np.float32(1 / math.sqrt(2)))
+    half_erf = _half_erf_f32_of(np.multiply(x, np.float32(1 / math.sqrt(2))))
+    half_erf += 0.5
+    return np.multiply(half_erf, x, out=out)
+
+
+def _half_erf_f32_of(t: np.ndarray) -> np.ndarray:
+    """erf(t) / 2 of float32 data, in t's buffer (which it overwrites)."""
     np.clip(t, -_ERF_SATURATES_F32, _ERF_SATURATES_F32, out=t)   # NaN stays NaN
     z = np.multiply(t, t)
     half_erf = _polynomial(_GELU_ERF_P, z)
     half_erf *= t
     half_erf /= _polynomial(_GELU_ERF_Q, z)
-    half_erf += 0.5
-    return np.multiply(half_erf, x, out=out)
+    return half_erf
+
+
+def erf_f32(x: np.ndarray) -> np.ndarray:
+    """The error function of float32 data in float32: Gelu's rational function, within 4.1e-7 of
+    erf (the double-precision `erf` took 50 times an add; this is a fifth of that)."""
+    if x.ndim == 0:
+        return erf_f32(x.reshape(1)).reshape(())
+    doubled = _half_erf_f32_of(x.copy())
+    return np.add(doubled, doubled, out=doubled)
 
 
 def erf(x: np.ndarray) -> np.ndarray:

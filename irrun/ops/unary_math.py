@@ -15,7 +15,7 @@ import numpy as np
 from .. import etypes
 from ..errors import ShapeError
 from ..registry import Op, register
-from .activation import UnaryElementwise, _polynomial, erf, float_math
+from .activation import UnaryElementwise, _polynomial, erf, erf_f32, float_math
 from .common import round_half_away
 
 
@@ -46,6 +46,11 @@ class Log(FloatFunction):
 @register("Erf", 1)
 class Erf(FloatFunction):
     function = staticmethod(erf)
+
+    def run(self, x):
+        if x.dtype == np.float32:
+            return erf_f32(x)
+        return super().run(x)
 
 
 # ErfInv-17: OpenVINO's rational approximation (M. Giles, "Approximating the erfinv function",
