@@ -191,6 +191,61 @@ def test_backprop_hand_checked(tmp_path):
     np.testing.assert_array_equal(got, [[[1, 1, 3, 2, 2]]])
 
 
+# Transposed convolutions that run by output phases (irrun/ops/transposed_convolution.py): dilation
+# 1, kernel sizes multiples of the strides, some stride below its kernel size.  Per rank: data
+# spatial size, kernel, strides, pads_begin, pads_end, output_padding.
+PHASE_GEOMETRY = {
+    1: ([13], [8], [4], [2], [3], [1]),
+    2: ([7, 6], [4, 4], [2, 2], [1, 2], [2, 0], [1, 0]),
+    3: ([4, 5, 3], [4, 2, 3], [2, 1, 3], [1, 0, 1], [0, 1, 2], [0, 0, 2]),
+}
+
+
+@pytest.fixture
+def phases_taken(monkeypatch):
+    from irrun.ops import transposed_convolution
+    calls = []
+    run = transposed_convolution._phases
+    monkeypatch.setattr(transposed_convolution, "_phases", lambda *a: calls.append(1) or run(*a))
+    return calls
+
+
+@pytest.mark.parametrize("output_shape", [None, "smaller", "larger"])
+@pytest.mark.parametrize("auto_pad", AUTO_PADS)
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_backprop_by_phases(rank, auto_pad, output_shape, phases_taken, tmp_path):
+    spatial, kernel, strides, pb, pe, op = PHASE_GEOMETRY[rank]
+    x = ops.parameter([2, 3, *spatial], np.float32, name="x")
+    w = ops.constant(rand(3, 4, *kernel, seed=1))
+    natural = [(i - 1) * s + k - b - e + p for i, k, s, b, e, p in zip(spatial, kernel, strides, pb, pe, op)]
+    shape = None if output_shape is None else ops.constant(np.array(
+        [n + (-2 if output_shape == "smaller" else 3) for n in natural], np.int64))
+    node = backprop(x, w, strides, pb, pe, [1] * rank, auto_pad, op if shape is None else None, shape)
+    compare(model_of(node, x), [rand(2, 3, *spatial)], tmp_path)
+    assert phases_taken
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("groups, c_in, c_out", [(2, 3, 2), (4, 1, 1)], ids=["grouped", "depthwise"])
+def test_group_backprop_by_phases(groups, c_in, c_out, dtype, phases_taken, tmp_path):
+    """A decoder's upsampling (4x4, stride 2, pad 1), grouped, in f32 and f16."""
+    x = ops.parameter([1, groups * c_in, 6, 5], dtype, name="x")
+    w = ops.constant(rand(groups, c_in, c_out, 4, 4, dtype=dtype, seed=1))
+    got = compare(model_of(group_backprop(x, w, [2, 2], [1, 1], [1, 1], [1, 1]), x),
+                  [rand(1, groups * c_in, 6, 5, dtype=dtype)], tmp_path, **(F16 if dtype == np.float16 else {}))
+    assert next(iter(got.values())).dtype == dtype
+    assert phases_taken
+
+
+def test_backprop_filter_from_parameter_by_phases(phases_taken, tmp_path):
+    """A filter that is no constant: its phase filters made on each call."""
+    x = ops.parameter([1, 2, 5, 5], np.float32, name="x")
+    w = ops.parameter([2, 3, 4, 4], np.float32, name="w")
+    compare(model_of(backprop(x, w, [2, 2], [1, 1], [1, 1], [1, 1]), x, w),
+            [rand(1, 2, 5, 5), rand(2, 3, 4, 4, seed=1)], tmp_path)
+    assert phases_taken
+
+
 # ---------------------------------------------------------------- GroupConvolutionBackpropData-1
 
 @pytest.mark.parametrize("output_shape", [None, [16, 9], [21, 12]], ids=lambda s: "no-output-shape" if s is None else str(s))

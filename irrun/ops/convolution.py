@@ -22,8 +22,7 @@ Kernels (BLAS through `matmul`, Python loops only over kernel taps):
               stride-1 layers with few channels (C_out <= C_in, 16 <= C_in <= 128): one
               GEMM per tap on the flattened padded input, where each tap's shift is a
               contiguous slice (no im2col copy).
-  transposed  one matmul gives every tap's contribution [N, G, C_out*K, I],
-              then a strided add per tap scatters it into the output (col2im).
+  transposed  by output phases or by scattered taps: `transposed_convolution`.
 
 Arithmetic of output sizes and pads: `irrun.ops.window`.
 """
@@ -40,8 +39,7 @@ from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
-from .window import (SAME, effective_kernel, resolve_pads, transposed_axis_output, transposed_output_dims,
-                     transposed_pads, window_output_dims)
+from .window import SAME, effective_kernel, resolve_pads, transposed_output_dims, window_output_dims
 
 
 @dataclass(frozen=True)
@@ -489,47 +487,6 @@ def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
     return _to_output(out.reshape(x.shape[0], groups * og, *counts), out_dtype)
 
 
-def _scatter_taps(x, w, geo: Geometry, pads_begin, output_spatial) -> np.ndarray:
-    """One matmul for every tap's contribution, then a strided add per tap (col2im)."""
-    groups, cg, og, *kernel = w.shape
-    n, spatial = x.shape[0], x.shape[2:]
-    per_tap = w.reshape(groups, cg, og * prod(kernel)).transpose(0, 2, 1)
-    contrib = (per_tap @ x.reshape(n, groups, cg, -1)).reshape(n, groups, og, *kernel, *spatial)
-    out = np.zeros((n, groups, og, *output_spatial), x.dtype)
-    everything = (slice(None),) * 3
-    for tap in np.ndindex(*kernel):
-        # Input element i lands on output position i * s + t * d - pads_begin.
-        src, dst = [], []
-        for t, size, out_size, s, d, begin in zip(tap, spatial, output_spatial, geo.strides, geo.dilations,
-                                                   pads_begin):
-            shift = t * d - begin
-            first = max(0, -(shift // s))                 # ceil(-shift / s)
-            last = min(size - 1, (out_size - 1 - shift) // s)
-            if last < first:
-                break
-            src.append(slice(first, last + 1))
-            dst.append(slice(first * s + shift, last * s + shift + 1, s))
-        else:
-            out[everything + tuple(dst)] += contrib[everything + tap + tuple(src)]
-    return out
-
-
-def conv_transposed(x: np.ndarray, w: np.ndarray, geo: Geometry, output_spatial=None) -> np.ndarray:
-    """x [N, G*Cg, I...], w [G, Cg, Og, K...] -> [N, G*Og, O...]."""
-    groups, cg, og, *kernel = w.shape
-    spatial = x.shape[2:]
-    pb, pe = transposed_pads(spatial, kernel, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
-                             geo.output_padding, geo.auto_pad, output_spatial)
-    if output_spatial is None:
-        output_spatial = [transposed_axis_output(*args) for args in
-                          zip(spatial, kernel, geo.strides, geo.dilations, pb, pe, geo.output_padding)]
-    out_dtype, ct = x.dtype, _compute_dtype(x.dtype)
-    x, w = x.astype(ct, copy=False), w.astype(ct, copy=False)
-    out = _in_batch_slices(lambda xs: _scatter_taps(xs, w, geo, pb, output_spatial), x,
-                           groups * og * prod(kernel) * prod(spatial))
-    return _to_output(out.reshape(x.shape[0], groups * og, *output_spatial), out_dtype)
-
-
 # ---------------------------------------------------------------- the ops
 
 def _element_type(data: TensorType, filt: TensorType):
@@ -655,7 +612,10 @@ class _ConvolutionFamily(Op):
 
     def bind(self, step):
         """3x3 stride-1 float convolutions with a constant filter, where Winograd pays
-        (`winograd.winograd_tile`): the filter transformed once, here."""
+        (`winograd.winograd_tile`): the filter transformed once, here.  Transposed ones with a
+        constant filter that run by phases: their phase filters made once, here."""
+        if self.transposed:
+            return self._bind_phases(step)
         if not self.winograd_capable or self.run_replaced() or len(step.inputs) != 2:
             return None
         data, filt = step.inputs
@@ -684,14 +644,30 @@ class _ConvolutionFamily(Op):
         transformed = cached[2]
         return lambda x, w: winograd_conv(x, transformed, whole, counts)
 
-    def run(self, x, w, output_shape=None):
+    def _bind_phases(self, step):
+        from .transposed_convolution import phase_filters_of, phases_pay
+        filt = step.inputs[1]
+        if self.run_replaced() or filt.value is None or filt.rank is None:
+            return None
+        geo = self.geometry(filt.rank - 2 - self.grouped)
+        weights = filt.value if self.grouped else filt.value[None]
+        if not phases_pay(weights.shape[3:], geo):
+            return None
+        cached = getattr(self, "_phase_filters", None)    # (a plan variant binding again takes it)
+        if cached is None or cached[0] is not filt.value:
+            filters = phase_filters_of(weights.astype(_compute_dtype(weights.dtype), copy=False), geo.strides)
+            cached = self._phase_filters = (filt.value, filters)
+        return lambda x, w, output_shape=None: self.run(x, w, output_shape, cached[1])
+
+    def run(self, x, w, output_shape=None, phase_filters=None):
         self.check_channels(x.shape, w.shape)
         geo = self.geometry(x.ndim - 2)
         if not self.grouped:
             w = w[None]
         if self.transposed:
+            from .transposed_convolution import conv_transposed
             spatial = None if output_shape is None else [int(v) for v in np.asarray(output_shape).reshape(-1)]
-            return conv_transposed(x, w, geo, spatial)
+            return conv_transposed(x, w, geo, spatial, phase_filters)
         return conv_forward(x, w, geo)
 
 
