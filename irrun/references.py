@@ -94,15 +94,13 @@ def run_openvino(model, inputs: Any, device: str = "CPU") -> dict[str, np.ndarra
     try:
         core = ov.Core()
         ov_model = core.read_model(str(model.path))
+        # (an Assign, a sink, has no output OpenVINO can add: "Incorrect output port number")
         ov_model.add_outputs([port for op in ov_model.get_ordered_ops()
-                              if op.get_type_name() not in ("Result", "Constant") for port in op.outputs()])
-        # f32 inference precision: OpenVINO would otherwise compute in bf16 or f16 where the CPU allows;
-        # on the CPU also no int8 activations for compressed weights and no u8 KV cache (its
-        # defaults), which put an int4 decoder's logits 0.037 off the f32 computation
-        config = {"INFERENCE_PRECISION_HINT": "f32"}
-        if device.split(".")[0].upper() == "CPU":
-            config.update(DYNAMIC_QUANTIZATION_GROUP_SIZE="0", KV_CACHE_PRECISION="f32")
-        compiled = core.compile_model(ov_model, device, config)
+                              if op.get_type_name() not in ("Result", "Constant", "Assign") for port in op.outputs()])
+        # f32 inference precision: OpenVINO would otherwise compute in bf16 or f16 where the CPU allows.
+        # (Every layer an output also keeps the CPU plugin from fusing compressed MatMuls, whose
+        # activations it would quantize to int8.)
+        compiled = core.compile_model(ov_model, device, {"INFERENCE_PRECISION_HINT": "f32"})
         by_name = {p.id: p.name for p in model._parameters}
         names = {op.get_friendly_name(): i for i, op in enumerate(ov_model.get_parameters())}
         ordered: list = [None] * len(names)

@@ -140,6 +140,15 @@ def test_reference_openvino_agrees_on_real_models(name):
     assert all(u["side"] == "reference" and "MaxPool:1" in u["key"] for u in report["unmatched"])
 
 
+def test_reference_openvino_agrees_on_an_int4_llm():
+    """A stateful LLM with int4 weights, every layer against OpenVINO's (whose Assign layers have no
+    output to add: OpenVINO refused the model, "Incorrect output port number")."""
+    exported = MODELS / "exported"
+    code, report = compare_json(exported / "llama.int4_asym_g32.xml", "-i", exported / "llama.int4_asym_g32.npz",
+                                "-r", "openvino")
+    assert code == 0 and report["ok"] and report["first_divergence"] is None, report["first_divergence"]
+
+
 def test_another_ir_is_matched_by_name_and_the_rest_reported(tmp_path):
     """fp32 weights against the f16-compressed twin: the Convert layers the twin adds match nothing."""
     f16 = MODELS / "resnet.f16.xml"
