@@ -132,6 +132,30 @@ def test_softmax_large_logits_stay_finite(make, tmp_path):
     assert np.isfinite(next(iter(got.values()))).all()
 
 
+def _attention_scores(kind):
+    x = np.random.default_rng(3).standard_normal((2, 4, 16, 40)).astype(np.float32) * 4
+    if kind == "whole-row-low":
+        x[0, 1, 2] -= 60           # every score of a row near -60: no row maximum needed still
+    elif kind == "masked":
+        x[1, :, :, 30:] = -1e4     # padded keys, as BERT's mask adds them
+    elif kind == "wide":
+        x *= 30                    # beyond +-64: rows keep their maxima
+    elif kind == "specials":
+        x[0, 0, 0, 0], x[0, 0, 1, 1], x[1, 2, 3, :] = np.inf, np.nan, -np.inf
+    return x
+
+
+@pytest.mark.parametrize("axis", [-1, 2, 0])
+@pytest.mark.parametrize("kind", ["plain", "whole-row-low", "masked", "wide", "specials"])
+def test_softmax_of_attention_sized_scores(kind, axis, tmp_path):
+    """Scores within +-64 skip the rows' maxima (exp cannot overflow or underflow a row there);
+    masked, wide and non-finite ones keep them.  A row with NaN or +inf is all NaN in OpenVINO's
+    reference evaluation and irrun, while the CPU plugin gives 0 at its finite scores."""
+    x = _attention_scores(kind)
+    compare(unary_model(lambda p: ops8.softmax(p, axis), list(x.shape)), [x], tmp_path,
+            oracle="reference" if kind == "specials" else "cpu")
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.int32])
 def test_softmax_dtypes(dtype, tmp_path):
     """f16 stays f16; integers (the CPU plugin accepts them) round to 0 or 1."""
