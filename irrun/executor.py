@@ -217,6 +217,9 @@ class Plan:
         for step in steps:
             step.key_name = self.key_names[step.node.id]
         self.layer_steps = steps          # one step per layer run, as folded at load (variants start here)
+        if optimize:
+            from .optimize import lay_out_gemm_weights
+            lay_out_gemm_weights(self, steps, release)
         # What every call starts from: the constants in their slots.
         self._initial: list = [None] * self.n_slots
         for s, v in self.constants.items():

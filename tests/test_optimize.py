@@ -316,6 +316,42 @@ def test_a_failed_call_leaves_the_cache_as_it_was(tmp_path):
 
 # ---------------------------------------------------------------- switches
 
+def _transposed_weights_model(tied: bool):
+    """x [2, 5, 16] through two MatMuls with [out, in] weights (transpose_b), a Relu between; with
+    `tied`, the first weight also feeds a Gather of ids given at run time (tied embeddings)."""
+    x = ops.parameter([2, 5, 16], ov.Type.f32, name="x")
+    ids = ops.parameter([2], ov.Type.i64, name="ids")
+    w1, w2 = _c((24, 16), 0.3), _c((16, 24), 0.3)
+    h = _named(ops.relu(_named(ops.matmul(x, w1, False, True), "up")), "act")
+    outputs = [ops.result(_named(ops.matmul(h, w2, False, True), "down"))]
+    if tied:
+        outputs.append(ops.result(ops.gather(w1, ids, ops.constant(np.int64(0)))))
+    return ov.Model(outputs, [x, ids] if tied else [x])
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["own", "tied"])
+def test_transposed_gemm_weights_are_stored_transposed(tied, tmp_path):
+    """The values OpenVINO computes, bit for bit those of optimize=False; a weight another layer
+    reads keeps its layout."""
+    xml = save(_transposed_weights_model(tied), tmp_path / "m.xml")
+    feeds = {"x": RNG.standard_normal((2, 5, 16)).astype(np.float32)}
+    if tied:
+        feeds["ids"] = np.array([3, 0], np.int64)
+    plan = check_both_ways(xml, feeds)._plan
+    layouts = {s.node.layer.name: plan.constants[s.inputs[1]].flags.f_contiguous
+               for s in plan.layer_steps if s.node.layer.op_type == "MatMul"}
+    assert layouts == {"up": not tied, "down": True}
+    assert not any(v.flags.f_contiguous and v.ndim == 2
+                   for v in irrun.load(xml, optimize=False)._plan.constants.values())
+
+
+def test_a_vector_times_transposed_weights_keeps_the_layout(tmp_path):
+    x = ops.parameter([1, 16], ov.Type.f32, name="x")
+    xml = save(ov.Model([ops.result(ops.matmul(x, _c((24, 16)), False, True))], [x]), tmp_path / "m.xml")
+    m = check_both_ways(xml, {"x": RNG.standard_normal((1, 16)).astype(np.float32)})
+    assert not any(v.flags.f_contiguous and v.ndim == 2 for v in m._plan.constants.values())
+
+
 def test_optimize_off_by_argument_environment_and_cli(tmp_path, monkeypatch):
     xml = save(_chain_model(), tmp_path)
     assert irrun.load(xml).optimize and fused_steps(irrun.load(xml))
