@@ -227,11 +227,23 @@ def _zero_extended(x: np.ndarray, region) -> np.ndarray:
     if not any(left or right for left, right in widths):
         return block
     # (np.pad spends about 100 us in Python per call, holding the GIL that parts share)
-    out = np.zeros(x.shape[:2] + tuple(b - a + left + right for (a, b), (left, right)
-                                       in zip(((s.start, s.stop) for s in inside), widths)), x.dtype)
-    out[(slice(None), slice(None)) + tuple(slice(left, left + s.stop - s.start)
-                                           for s, (left, _) in zip(inside, widths))] = block
+    shape = x.shape[:2] + tuple(s.stop - s.start + left + right for s, (left, right) in zip(inside, widths))
+    everything = (slice(None), slice(None))
+    if prod(shape) < BORDERS_ONLY_ELEMENTS:
+        out = np.zeros(shape, x.dtype)
+    else:   # zeros where the data does not go only (16 ch at 160x320: 349 -> 250 us, the copy 222)
+        out = np.empty(shape, x.dtype)
+        for axis, (left, right) in enumerate(widths):
+            before = everything + (slice(None),) * axis
+            if left:
+                out[before + (slice(0, left),)] = 0
+            if right:
+                out[before + (slice(shape[2 + axis] - right, None),)] = 0
+    out[everything + tuple(slice(left, left + s.stop - s.start) for s, (left, _) in zip(inside, widths))] = block
     return out
+
+
+BORDERS_ONLY_ELEMENTS = 1 << 18     # below it, np.zeros and one copy make fewer calls
 
 
 def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
