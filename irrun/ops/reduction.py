@@ -217,6 +217,7 @@ class Extremum(Reduction):
     """ReduceMax / ReduceMin: NaN never wins, the empty result is the start value."""
 
     pick: staticmethod   # np.max or np.min
+    pick_number: np.ufunc   # np.fmax or np.fmin: NaN loses to any number
 
     def start(self, dtype: np.dtype):
         raise NotImplementedError
@@ -226,13 +227,16 @@ class Extremum(Reduction):
         start = self.start(dtype)
         values = x.astype(dtype, copy=False)
         if dtype.kind == "f":
-            values = np.where(np.isnan(values), start, values)
-        return self.pick(values, axis=axes, keepdims=True, initial=start).astype(x.dtype)
+            # one pass, where replacing NaN by the start first took two more and a copy
+            return self.pick_number.reduce(values, axis=axes, keepdims=True, initial=start).astype(
+                x.dtype, copy=False)
+        return self.pick(values, axis=axes, keepdims=True, initial=start).astype(x.dtype, copy=False)
 
 
 @register("ReduceMax", 1)
 class ReduceMax(Extremum):
     pick = staticmethod(np.max)
+    pick_number = np.fmax
 
     def start(self, dtype):
         return np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min
@@ -241,6 +245,7 @@ class ReduceMax(Extremum):
 @register("ReduceMin", 1)
 class ReduceMin(Extremum):
     pick = staticmethod(np.min)
+    pick_number = np.fmin
 
     def start(self, dtype):
         return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
