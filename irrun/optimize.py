@@ -173,9 +173,11 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
         readers[s] = readers.get(s, 0) + 1
     done = 0
     for step in steps:
-        attrs = step.op.attrs if step.op is not None else None
-        if step.node.layer.op_type != "MatMul" or not attrs.get("transpose_b") or attrs.get("transpose_a") \
-                or len(step.inputs) != 2 or readers.get(step.inputs[1]) != 1 or step.op.run_replaced():
+        if step.node.layer.op_type != "MatMul":
+            continue
+        attrs = step.op.attrs
+        if not attrs.transpose_b or attrs.transpose_a or len(step.inputs) != 2 \
+                or readers.get(step.inputs[1]) != 1 or step.op.run_replaced():
             continue
         data = plan.analysis.type_of(step.node.inputs[0])
         if data is None or not is_static(data.shape) or len(data.shape) < 2 or prod(data.shape[:-1]) < 2:

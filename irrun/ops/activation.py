@@ -49,19 +49,21 @@ _ERF_IS_ONE = 6.0
 
 
 def _polynomial(coefficients: tuple[float, ...], z: np.ndarray) -> np.ndarray:
-    total = np.full_like(z, coefficients[0])
-    for c in coefficients[1:]:   # Horner, in place
+    """Horner's rule in place, leading coefficient first (two or more), in z's float type."""
+    total = np.multiply(z, z.dtype.type(coefficients[0]))
+    for c in coefficients[1:-1]:
+        total += z.dtype.type(c)
         total *= z
-        total += c
+    total += z.dtype.type(coefficients[-1])
     return total
 
 
 # erf in float32 (the Erf op): erf(t) = t P(t^2) / Q(t^2) for t clamped to [-4, 4] (from 3.92 on,
 # erf is 1 in float32); one rational function, degrees 5 / 5, fitted to `erf` by weighted least
 # squares, within 4.1e-7 of erf.  Leading coefficient first; P is halved: t P / Q is erf(t) / 2.
-_GELU_ERF_P = tuple(c / 2 for c in (1.9745583096867836e-06, 0.0002879645812287712, 0.004002091973519928,
+_ERF_F32_P = tuple(c / 2 for c in (1.9745583096867836e-06, 0.0002879645812287712, 0.004002091973519928,
                                     0.05346277799246491, 0.1962185205467738, 1.1283789791187833))
-_GELU_ERF_Q = (3.747392767327778e-05, 0.0012158995683168026, 0.015441432023659158, 0.1164631974328935,
+_ERF_F32_Q = (3.747392767327778e-05, 0.0012158995683168026, 0.015441432023659158, 0.1164631974328935,
                0.5072253202045632, 1.0)
 _ERF_SATURATES_F32 = 4.0
 
@@ -82,12 +84,7 @@ def _gelu_erf_f32_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     if x.ndim == 0:   # NumPy makes scalars of 0-d results, which `out=` cannot take
         return _gelu_erf_f32_into(x.reshape(1), out.reshape(1)).reshape(())
     t = np.clip(x, -_GELU_TANH_SATURATES_F32, _GELU_TANH_SATURATES_F32)   # NaN stays NaN
-    z = np.multiply(t, t)
-    y = np.multiply(z, np.float32(_GELU_TANH_ARGUMENT[0]))
-    y += np.float32(_GELU_TANH_ARGUMENT[1])
-    for c in _GELU_TANH_ARGUMENT[2:]:   # Horner, in place
-        y *= z
-        y += np.float32(c)
+    y = _polynomial(_GELU_TANH_ARGUMENT, np.multiply(t, t))
     y *= t
     np.tanh(y, out=y)
     y += np.float32(1)
@@ -95,22 +92,16 @@ def _gelu_erf_f32_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     return np.multiply(y, x, out=out)
 
 
-def _half_erf_f32_of(t: np.ndarray) -> np.ndarray:
-    """erf(t) / 2 of float32 data, in t's buffer (which it overwrites)."""
-    np.clip(t, -_ERF_SATURATES_F32, _ERF_SATURATES_F32, out=t)   # NaN stays NaN
-    z = np.multiply(t, t)
-    half_erf = _polynomial(_GELU_ERF_P, z)
-    half_erf *= t
-    half_erf /= _polynomial(_GELU_ERF_Q, z)
-    return half_erf
-
-
 def erf_f32(x: np.ndarray) -> np.ndarray:
-    """The error function of float32 data in float32: Gelu's rational function, within 4.1e-7 of
-    erf (the double-precision `erf` took 50 times an add; this is a fifth of that)."""
+    """The error function of float32 data in float32, within 4.1e-7 of erf (the double-precision
+    `erf` took 50 times an add; this is a fifth of that)."""
     if x.ndim == 0:
         return erf_f32(x.reshape(1)).reshape(())
-    doubled = _half_erf_f32_of(x.copy())
+    t = np.clip(x, -_ERF_SATURATES_F32, _ERF_SATURATES_F32)   # NaN stays NaN
+    z = np.multiply(t, t)
+    doubled = _polynomial(_ERF_F32_P, z)
+    doubled *= t
+    doubled /= _polynomial(_ERF_F32_Q, z)
     return np.add(doubled, doubled, out=doubled)
 
 
@@ -302,8 +293,10 @@ class Clamp(Activation):
 
 
 # Within these bounds exp neither overflows (a row sums to at most its length times 6e27) nor
-# underflows (exp(-64) is 1.6e-28, a normal float32), so no row needs its maximum subtracted
+# underflows (exp(-64) is 1.6e-28, a normal float32), so no row needs its maximum subtracted;
+# below _SOFTMAX_WHOLE_EXTREMES elements the two extra calls cost more than they save
 _SOFTMAX_EXP_SAFE = 64.0
+_SOFTMAX_WHOLE_EXTREMES = 1024
 
 
 def _softmax_into(x, out, axis: int | None):
@@ -319,8 +312,6 @@ def _softmax_into(x, out, axis: int | None):
     out /= out.sum(axis=axis, keepdims=True)
     return out
 
-
-_SOFTMAX_WHOLE_EXTREMES = 1024   # (below it the two extra calls cost more than they save)
 
 
 def _softmax(axis: int | None):
@@ -458,16 +449,16 @@ def _gelu_tanh_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """`_gelu_tanh` of float data, written into `out` (which may be `x`), one temporary."""
     if x.ndim == 0:   # NumPy makes scalars of 0-d results, which `out=` cannot take
         return _gelu_tanh_into(x.reshape(1), out.reshape(1)).reshape(())
-    c = {name: x.dtype.type(v) for name, v in (("cubic", 0.044715), ("scale", _SQRT_2_OVER_PI), ("half", 0.5))}
+    number = x.dtype.type
     t = np.multiply(x, x)
     t *= x
-    t *= c["cubic"]
+    t *= number(0.044715)
     t += x
-    t *= c["scale"]
+    t *= number(_SQRT_2_OVER_PI)
     np.tanh(t, out=t)
-    t += x.dtype.type(1)
+    t += number(1)
     t *= x
-    return np.multiply(t, c["half"], out=out)
+    return np.multiply(t, number(0.5), out=out)
 
 
 @register("Gelu", 2, 7)

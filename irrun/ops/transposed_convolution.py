@@ -41,7 +41,7 @@ def phases_pay(kernel, geo: Geometry) -> bool:
 def conv_transposed(x: np.ndarray, w: np.ndarray, geo: Geometry, output_spatial=None,
                     phase_filters: np.ndarray | None = None) -> np.ndarray:
     """x [N, G*Cg, I...], w [G, Cg, Og, K...] -> [N, G*Og, O...].  `phase_filters`: what
-    `phase_filters(w, strides)` gives, made once for a constant filter."""
+    `phase_filters_of(w, strides)` gives, made once for a constant filter."""
     groups, cg, og, *kernel = w.shape
     spatial = x.shape[2:]
     pb, pe = transposed_pads(spatial, kernel, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
@@ -63,14 +63,13 @@ def conv_transposed(x: np.ndarray, w: np.ndarray, geo: Geometry, output_spatial=
 
 
 def phase_filters_of(w: np.ndarray, strides) -> np.ndarray:
-    """w [G, Cg, Og, K...] as [G, s..., Og, Cg, J...]: phase r's sub-kernel at window position a
-    is tap r + s (J - 1 - a) (the window runs over x[u - J + 1 .. u]), zero past the kernel."""
+    """w [G, Cg, Og, K...] as [G, s..., Og, Cg, J...], J = K / s (`phases_pay`: K a multiple of s):
+    phase r's sub-kernel at window position a is tap r + s (J - 1 - a) (the window runs over
+    x[u - J + 1 .. u])."""
     groups, cg, og, *kernel = w.shape
     rank = len(kernel)
-    reach = [-(-k // s) for k, s in zip(kernel, strides)]
-    padded = np.zeros((groups, cg, og, *(s * j for s, j in zip(strides, reach))), w.dtype)
-    padded[(slice(None),) * 3 + tuple(slice(0, k) for k in kernel)] = w
-    picked = padded
+    reach = [k // s for k, s in zip(kernel, strides)]
+    picked = w
     for axis, (s, j) in enumerate(zip(strides, reach)):
         taps = np.arange(s)[:, None] + s * (j - 1 - np.arange(j))[None, :]     # [phase, window position]
         picked = np.take(picked, taps, axis=3 + 2 * axis)                       # that axis -> (phase, position)
