@@ -431,6 +431,22 @@ def test_a_convolution_network_runs_its_kernels_in_parts_and_matches_openvino(tw
     np.testing.assert_allclose(parallel, irrun.load(xml).infer([image])[0], rtol=1e-5, atol=1e-6)
 
 
+def test_im2col_blocks_run_in_parts_for_their_gemms(two_threads, monkeypatch, tmp_path):
+    """A strided 32 -> 64 layer at 80 x 160: its columns (0.9 Mi elements) are too few to split for
+    their copy, its GEMMs (59 M multiply-adds) are not: two parts while the pool owns the cores."""
+    x = ops.parameter([1, 32, 80, 160], np.float32, name="x")
+    w = ops.constant(rand(64, 32, 3, 3, seed=2, scale=1 / np.sqrt(288)))
+    xml = save(model_of(ops.convolution(x, w, [2, 2], [1, 1], [1, 1], [1, 1]), x), tmp_path / "strided")
+    loaded = irrun.load(xml)
+    assert loaded._plan.convolution_network
+    splits = []
+    run_parts = threads.run_parts
+    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    image = rand(1, 32, 80, 160, seed=4)
+    assert_close(loaded.infer([image])[0], run_openvino(xml, [image])[0], rtol=1e-4, atol=1e-5)
+    assert splits == [2]
+
+
 def test_networks_of_gemms_and_small_convolutions_keep_blas_threads(tmp_path):
     x = ops.parameter([1, 17, 64], np.float32, name="x")
     gemm = ops.matmul(x, ops.constant(rand(64, 64)), False, False)

@@ -297,7 +297,12 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
                 np.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
 
         step = max(1, COLUMN_BLOCK_ELEMENTS // max(row_elements, 1))
+        # parts for the copies' size or for the GEMMs' (a strided 32 -> 64 layer at 80 x 160 has
+        # columns too small to split for their copy, but 59 M multiply-adds: 2.1 -> 1.4 ms)
         parts = threads.parts_for(row_elements * counts[0], most=counts[0])
+        if threads.pool_owns_cores():
+            parts = max(parts, min(threads.threads(), counts[0],
+                                   row_elements * counts[0] * og // threads.GEMM_MACS_PER_PART))
         if step >= counts[0] and threads.pool_owns_cores():
             # the columns fit one block: one GEMM, cut by `threads.matmul` along the filters
             # (512 -> 512 channels at 7x7: rows of 4 and 3 outputs made GEMMs too narrow)
