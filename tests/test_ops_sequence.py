@@ -211,7 +211,9 @@ def test_lstm_cell_v1_without_peephole_input(tmp_path):
 
 def sequence_case(kind, direction="forward", lengths=(5, 5, 5), steps=5, inputs=3, hidden=4, *, acts=None,
                   clip=0.0, lbr=False, dtype=np.float32, const_lengths=False, dynamic=False, scale=0.6,
-                  lengths_dtype=np.int32, seed=None):
+                  lengths_dtype=np.int32, seed=None, weights_as_inputs=False):
+    """(model, feeds) of one sequence op; W, R and B are Constants, or Parameters (the last three
+    inputs) with `weights_as_inputs`."""
     rng = RNG if seed is None else np.random.default_rng(seed)
     dirs = 2 if direction == "bidirectional" else 1
     batch = len(lengths)
@@ -227,7 +229,13 @@ def sequence_case(kind, direction="forward", lengths=(5, 5, 5), steps=5, inputs=
         length_node = param([-1] if dynamic else [batch], lengths_dtype)
         params.append(length_node)
         feeds.append(lengths)
-    weights = [ops.constant(sample(s, scale, dtype, rng)) for s in weight_shapes(kind, hidden, inputs, lbr, dirs)]
+    values = [sample(s, scale, dtype, rng) for s in weight_shapes(kind, hidden, inputs, lbr, dirs)]
+    if weights_as_inputs:
+        weights = [param(v.shape, dtype) for v in values]
+        params += weights
+        feeds += values
+    else:
+        weights = [ops.constant(v) for v in values]
     nodes = [p.output(0) for p in params[:1 + n_states]] + [length_node.output(0)] + [w.output(0) for w in weights]
     node = NodeFactory("opset5").create(f"{kind}Sequence", nodes,
                                         attributes(kind, hidden, acts, clip, lbr, direction=direction))
@@ -308,6 +316,22 @@ def test_bidirectional_sequences_run_both_ways_at_once(kind, options, tmp_path, 
     loose = {"rtol": 3e-3, "atol": 3e-3} if options.get("dtype") is np.float16 else {}
     compare(*sequence_case(kind, "bidirectional", (7, 7, 7), steps=7, **options), tmp_path, **loose)
     assert taken
+
+
+@pytest.mark.parametrize("kind,lbr", [("RNN", False), ("GRU", False), ("GRU", True), ("LSTM", False)])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_sequence_weights_fed_anew_each_call(kind, lbr, direction, tmp_path):
+    """W, R and B as inputs: one loaded model fed two sets of weights gives OpenVINO's result for
+    each (the laid-out weights kept for constant W, R and B must not outlive the arrays)."""
+    model, feeds = sequence_case(kind, direction, (6, 6), steps=6, lbr=lbr, weights_as_inputs=True, seed=3)
+    xml = save(model, tmp_path)
+    m = irrun.load(xml)
+    rng = np.random.default_rng(4)
+    for _ in range(2):
+        expected = run_openvino(xml, feeds)
+        for actual, exp in zip(m.infer(feeds).values(), expected):
+            assert_close(actual, exp)
+        feeds = feeds[:-3] + [sample(w.shape, 0.6, rng=rng) for w in feeds[-3:]]
 
 
 @pytest.mark.parametrize("kind", KINDS)
