@@ -66,6 +66,9 @@ class StepInfo:
     outputs: list[TensorType]       # load-time types of the outputs
     consumable: frozenset[int]      # input positions whose buffers the kernel may overwrite
     used: tuple[bool, ...]          # per output: does a later step or a Result read it
+    # told of a constant input the bound kernel will not read (it keeps a transform of it): its
+    # mapped pages may leave memory (read again from the file if anything else asks)
+    release: Callable[[np.ndarray], object] | None = None
 
     def same_layout(self, i: int, o: int = 0) -> bool:
         """Input i has output o's static shape and element type: a buffer the output can reuse."""
@@ -133,12 +136,14 @@ class Plan:
                  read_constant: Callable[[Node, int, np.ndarray], np.ndarray] | None = None,
                  optimize: bool = True):
         """`release(array)`: told of each constant folding no longer needs (a mapped f16 weight
-        once decompressed), so that its memory can go before the next one is decompressed.
+        once decompressed), so that its memory can go before the next one is decompressed, and
+        of those a bound kernel keeps transformed (`StepInfo.release`).
         `read_constant(node, i, value)`: what `node` reads as its constant input i (irrun/precision.py
         rounds folded f16 arithmetic where OpenVINO keeps the folded result in f16); by default `value`.
         `optimize`: rewrite the steps as irrun/optimize.py does (fused chains, KV caches grown in place)."""
         self.analysis = analysis
         self.memory_limit = memory_limit or default_memory_limit()
+        self.release = release
         nodes = analysis.nodes
         self.slot_of: dict[tuple[str, int], int] = {}
         self.constants: dict[int, np.ndarray] = {}
@@ -358,7 +363,8 @@ class Plan:
     def step_info(self, step: Step) -> StepInfo:
         types_in = step.types_in if step.types_in is not None else \
             [self.analysis.type_of(src) for src in step.node.inputs]
-        return StepInfo(types_in, list(step.node.types[:len(step.outputs)]), step.consumable, (True,) * len(step.outputs))
+        return StepInfo(types_in, list(step.node.types[:len(step.outputs)]), step.consumable, (True,) * len(step.outputs),
+                        self.release)
 
     def _bind_kernels(self, steps: list[Step]) -> None:
         consumable, view_outputs = self._consumable_slots(steps)

@@ -68,6 +68,25 @@ def test_winograd_f23_matches_openvino(ci, co, size, batch, pads, auto_pad, grou
     assert calls, "Winograd was not used"
 
 
+def test_winograd_releases_the_mapped_filter(monkeypatch, tmp_path):
+    """The filter Winograd keeps transformed leaves memory at load (its mapped pages dropped); it
+    still reads back right when asked for (intermediates="all"), and the output is OpenVINO's."""
+    from irrun.weights import Weights
+    released = []
+    release = Weights.release
+    monkeypatch.setattr(Weights, "release", lambda self, array: released.append(array.shape) or release(self, array))
+    calls = spy(monkeypatch, convolution, "winograd_conv")
+    model, feeds = conv3x3(128, 128, [14, 14])
+    xml = save(model, tmp_path / "m")
+    m = irrun.load(xml)
+    assert released == [(128, 128, 3, 3)]
+    got = m.infer(feeds, intermediates="all")
+    assert calls
+    assert_close(got[m.outputs[0].name], run_openvino(xml, feeds)[0])
+    (weights,) = [v for v in got.values() if v.shape == (128, 128, 3, 3)]
+    np.testing.assert_array_equal(weights, rand(128, 128, 3, 3, seed=1, scale=1 / np.sqrt(9 * 128)))
+
+
 def test_winograd_f43_within_documented_bound(monkeypatch, tmp_path):
     """F(4,3) (IRRUN_WINOGRAD=4): within 1e-4 of the output's largest magnitude (documented in
     irrun/ops/winograd.py and the README)."""

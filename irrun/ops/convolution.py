@@ -630,7 +630,8 @@ class _ConvolutionFamily(Op):
     def bind(self, step):
         """3x3 stride-1 float convolutions with a constant filter, where Winograd pays
         (`winograd.winograd_tile`): the filter transformed once, here.  Transposed ones with a
-        constant filter that run by phases: their phase filters made once, here."""
+        constant filter that run by phases: their phase filters made once, here.  The filter's
+        mapped pages are then released (ResNet-18: 9 MiB)."""
         if self.transposed:
             return self._bind_phases(step)
         if not self.winograd_capable or self.run_replaced() or len(step.inputs) != 2:
@@ -658,6 +659,8 @@ class _ConvolutionFamily(Op):
         cached = getattr(self, "_transformed", None)
         if cached is None or cached[0] is not filt.value or cached[1] != m:
             cached = self._transformed = (filt.value, m, WinogradFilter(weights, m, data.etype.carrier))
+        if step.release is not None:
+            step.release(filt.value)
         transformed = cached[2]
         return lambda x, w: winograd_conv(x, transformed, whole, counts)
 
@@ -674,6 +677,8 @@ class _ConvolutionFamily(Op):
         if cached is None or cached[0] is not filt.value:
             filters = phase_filters_of(weights.astype(_compute_dtype(weights.dtype), copy=False), geo.strides)
             cached = self._phase_filters = (filt.value, filters)
+        if step.release is not None:
+            step.release(filt.value)
         return lambda x, w, output_shape=None: self.run(x, w, output_shape, cached[1])
 
     def run(self, x, w, output_shape=None, phase_filters=None):

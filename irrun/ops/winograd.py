@@ -17,7 +17,7 @@ bound at load.  Per call:
 Accuracy.  The transforms add and subtract values of different sizes, so the rounding error in
 f32 grows with the tile: against float64 direct convolution, over random data and filters with
 64-512 input channels, F(2,3) stays within 1.5x and F(4,3) within 4x of the direct f32 method's
-own error (tests/test_ops_winograd.py measures both, and compares with OpenVINO at rtol 1e-4,
+own error (tests/test_kernels_parallel.py measures both, and compares with OpenVINO at rtol 1e-4,
 atol 1e-4 x the output's scale).  Only float32 and float64 data take this path.
 """
 from __future__ import annotations
