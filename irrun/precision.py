@@ -243,6 +243,20 @@ def _f32_attributes(node: Node) -> dict:
             if isinstance(value, ElementType) and _narrow(value)}
 
 
+def _read_once(infer, node: Node):
+    """A Constant's `infer` answering with the value the declared analysis read, where it holds
+    one: int4 data is unpacked to a byte per value once, not once per analysis."""
+    known = node.types[0] if node.types and len(node.types) == 1 and node.types[0] is not None else None
+    if known is None or known.value is None:
+        return infer
+
+    def reused(inputs):
+        if known.value is None:     # (let go since: irrun/model.py's _KnownValues)
+            return infer(inputs)
+        return [TensorType(known.shape, known.etype, known.value, known.notes)]
+    return reused
+
+
 def _widening(infer, release):
     """A Constant's `infer` giving f32 where the IR stores f16/bf16."""
     def widened(inputs):
@@ -281,7 +295,7 @@ def _retyped_node(node: Node, constant: set[str], runtime_f32: set[str]) -> Node
     op_type = node.layer.op_type
     if op_type == "Constant":
         weights = op.context.weights if op.context is not None else None
-        new.infer = _widening(new.infer, weights.release if weights is not None else None)
+        new.infer = _widening(_read_once(new.infer, node), weights.release if weights is not None else None)
     elif op_type in _NATIVE_CONVERTS and node.id in constant and node.id not in runtime_f32:
         declared = [t.etype for t in node.types if t is not None]
         if declared and _narrow(declared[0]):
