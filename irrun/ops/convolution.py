@@ -32,14 +32,13 @@ from dataclasses import dataclass
 from math import prod
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import etypes, threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
-from .window import SAME, effective_kernel, resolve_pads, transposed_output_dims, window_output_dims
+from .window import SAME, effective_kernel, resolve_pads, transposed_output_dims, window_output_dims, window_view
 
 
 @dataclass(frozen=True)
@@ -156,11 +155,8 @@ def _depthwise_einsum(x, w, geo: Geometry, counts) -> np.ndarray:
     of outputs on the cores: one GIL-free call per part."""
     groups, og, _, *kernel = w.shape
     n, rank = x.shape[0], len(kernel)
-    spans = [effective_kernel(k, d) for k, d in zip(kernel, geo.dilations)]
     xl = np.ascontiguousarray(np.moveaxis(x, 1, -1))                       # [N, S..., G]
-    windows = sliding_window_view(xl, spans, axis=tuple(range(1, 1 + rank)))   # [N, O'..., G, span...]
-    windows = windows[(slice(None),) + tuple(slice(0, (c - 1) * s + 1, s) for c, s in zip(counts, geo.strides))
-                      + (slice(None),) + tuple(slice(None, None, d) for d in geo.dilations)]
+    windows = window_view(xl, kernel, range(1, 1 + rank), geo.strides, geo.dilations)   # [N, O..., G, K...]
     wl = np.ascontiguousarray(np.moveaxis(w.reshape(groups, og, *kernel), (0, 1), (-2, -1)))   # [K..., G, Og]
     out = np.empty((n, *counts, groups, og), np.result_type(x, w))
     letters = "abcdefgh"[:rank]
@@ -268,8 +264,6 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
     # the windows, split by group, are [n, G, Cg, O..., K...]
     outputs, taps = tuple(range(3, 3 + rank)), tuple(range(3 + rank, 3 + 2 * rank))
     order = (0, 1) + (outputs + (2,) + taps if positions_major else (2,) + taps + outputs)
-    windows = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in geo.strides) \
-        + tuple(slice(None, None, d) for d in geo.dilations)
 
     def columns_times_filter(xs):
         n = xs.shape[0]
@@ -278,7 +272,7 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
         # Padded once, and its windows viewed once: a block is then a slice of them, and the
         # parts run on the cores with little Python (the GIL) between their copies and GEMMs
         region = [(whole[0][0], whole[0][0] + (counts[0] - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
-        view = sliding_window_view(_zero_extended(xs, region), spans, axis=axes)[windows]
+        view = window_view(_zero_extended(xs, region), kernel, axes, geo.strides, geo.dilations)
         view = view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
         first_output_axis = 2 if positions_major else 3 + rank
 
