@@ -363,6 +363,11 @@ class Plan:
     def step_info(self, step: Step) -> StepInfo:
         types_in = step.types_in if step.types_in is not None else \
             [self.analysis.type_of(src) for src in step.node.inputs]
+        # a constant input's value as the step reads it (an f16 network's folded weight, rounded
+        # to f16 where OpenVINO keeps it so: `read_constant`), not as the analysis computed it
+        types_in = [t if t is None or self.constants.get(s, t.value) is t.value
+                    else TensorType(t.shape, t.etype, self.constants[s], t.notes)
+                    for t, s in zip(types_in, step.inputs)]
         return StepInfo(types_in, list(step.node.types[:len(step.outputs)]), step.consumable, (True,) * len(step.outputs),
                         self.release)
 

@@ -70,6 +70,30 @@ def test_convolution(rank, auto_pad, tmp_path):
     compare(model_of(conv(x, w, strides, pb, pe, dil, auto_pad), x), [rand(2, 3, *spatial)], tmp_path)
 
 
+@pytest.mark.parametrize("grouped", [False, True], ids=["conv", "group"])
+@pytest.mark.parametrize("auto_pad", AUTO_PADS)
+def test_constant_filters_bind_their_geometry_and_fed_ones_do_not(grouped, auto_pad, tmp_path):
+    """A constant filter on static data: the layer's pads and output size worked out when it is
+    bound (`_bind_direct`); a filter fed at run time: worked out per call by `run`.  Both are
+    OpenVINO's."""
+    spatial, kernel, strides, pb, pe, dil = GEOMETRY[2]
+    x = ops.parameter([2, 4, *spatial], np.float32, name="x")
+    shape = [2, 3, 2, *kernel] if grouped else [5, 4, *kernel]
+    make = group_conv if grouped else conv
+    fed = ops.parameter(shape, np.float32, name="w")
+    feeds = [rand(2, 4, *spatial), rand(*shape, seed=1)]
+    bound = compare(model_of(make(x, ops.constant(feeds[1]), strides, pb, pe, dil, auto_pad), x), feeds[:1],
+                    tmp_path / "constant")
+    per_call = compare(model_of(make(x, fed, strides, pb, pe, dil, auto_pad), x, fed), feeds, tmp_path / "fed")
+    np.testing.assert_array_equal(next(iter(bound.values())), next(iter(per_call.values())))
+    kinds = []
+    for name in ("constant", "fed"):
+        plan = irrun.load(tmp_path / name / "model.xml")._plan
+        (step,) = [s for s in plan.steps if s.node.layer.op_type.endswith("Convolution")]
+        kinds.append(getattr(step.kernel, "__self__", None) is step.op)     # the op's own run
+    assert kinds == [False, True]
+
+
 @pytest.mark.parametrize("strides, pads", [([1, 1], [0, 0]), ([2, 3], [0, 0]), ([1, 2], [1, 2])])
 def test_convolution_1x1(strides, pads, tmp_path):
     x = ops.parameter([2, 8, 7, 9], np.float32, name="x")
