@@ -160,6 +160,30 @@ def test_depthwise(channels, multiplier, size, kernel, stride, dilation, block, 
     assert calls
 
 
+@pytest.mark.parametrize("pads_begin, pads_end", [([2, 0], [1, 2]), ([0, 0], [0, 0])])
+def test_depthwise_einsum_pads_as_it_turns_channels_last(pads_begin, pads_end, monkeypatch, tmp_path):
+    """The einsum's channels-last copy is also its padding."""
+    calls = spy(monkeypatch, convolution, "_depthwise_einsum")
+    x = ops.parameter([1, 96, 13, 12], np.float32, name="x")
+    node = ops.group_convolution(x, ops.constant(rand(96, 1, 1, 3, 3, seed=1)), [1, 2], pads_begin, pads_end, [1, 1])
+    compare(model_of(node, x), [rand(1, 96, 13, 12)], tmp_path)
+    assert calls
+
+
+def test_depthwise_einsum_negative_pads_agree_with_tap_by_tap(monkeypatch):
+    """Negative pads crop the input as the channels-last copy is made.  OpenVINO runs none (its
+    CPU plugin does not compile them, its reference evaluation fails), so the two depthwise
+    kernels are checked against each other."""
+    geo = convolution.Geometry((1, 2), (1, 1), (1, -1), (-2, 1), (0, 0), "explicit")
+    x, w = rand(2, 96, 13, 12), rand(96, 1, 1, 3, 3, seed=1)
+    calls = spy(monkeypatch, convolution, "_depthwise_einsum")
+    got = convolution.conv_forward(x, w, geo)
+    assert calls
+    monkeypatch.setattr(convolution, "DEPTHWISE_EINSUM_CHANNELS", 1 << 30)
+    np.testing.assert_allclose(got, convolution.conv_forward(x, w, geo), rtol=1e-6, atol=1e-6)
+    assert len(calls) == 1
+
+
 @pytest.mark.parametrize("c_out, kernel, stride, length", [(64, 512, 4, 4000), (8, 33, 2, 301), (3, 40, 16, 400)])
 def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatch, tmp_path):
     """An audio front end: one input channel, a long kernel, a stride; positions-major im2col."""

@@ -135,15 +135,27 @@ def _in_batch_slices(fn, x: np.ndarray, per_sample: int) -> np.ndarray:
     return np.concatenate([fn(x[i:i + step]) for i in range(0, x.shape[0], step)])
 
 
-def _depthwise(x, w, geo: Geometry, counts) -> np.ndarray:
-    """One input channel per group (x padded already): see `_depthwise_einsum`, and
-    `_depthwise_taps` for few channels."""
+def _depthwise(x, w, geo: Geometry, whole, counts) -> np.ndarray:
+    """One input channel per group: see `_depthwise_einsum`, and `_depthwise_taps` for few
+    channels."""
     if w.shape[0] * w.shape[1] >= DEPTHWISE_EINSUM_CHANNELS:
-        return _depthwise_einsum(x, w, geo, counts)
-    return _depthwise_taps(x, w, geo, counts)
+        return _depthwise_einsum(_channels_last(x, whole), w, geo, counts)
+    return _depthwise_taps(_zero_extended(x, whole), w, geo, counts)
 
 
-def _depthwise_einsum(x, w, geo: Geometry, counts) -> np.ndarray:
+def _channels_last(x: np.ndarray, region) -> np.ndarray:
+    """x [N, C, S...] as [N, S'..., C], zero-extended to `region` ((lo, hi) per spatial axis, as
+    `_zero_extended`) in the same copy: a padded copy and a transposed one took twice as long
+    (MobileNetV3's depthwise layers, 0.7 ms of padding)."""
+    inside, widths = _inside(x.shape[2:], region)
+    shape = (x.shape[0], *(hi - lo for lo, hi in region), x.shape[1])
+    out = np.zeros(shape, x.dtype) if any(left or right for left, right in widths) else np.empty(shape, x.dtype)
+    target = (slice(None),) + tuple(slice(left, left + s.stop - s.start) for s, (left, _) in zip(inside, widths))
+    out[target] = np.moveaxis(x[(slice(None), slice(None)) + tuple(inside)], 1, -1)
+    return out
+
+
+def _depthwise_einsum(xl, w, geo: Geometry, counts) -> np.ndarray:
     """One `einsum` over channels-last windows,
     out[n, o..., g, m] = sum over taps of window[n, o..., g, tap] * w[tap, g, m].
 
@@ -151,14 +163,13 @@ def _depthwise_einsum(x, w, geo: Geometry, counts) -> np.ndarray:
     position and tap, the accumulator a row of channels in L1: 3-4x faster than a multiply and
     an add per tap over whole blocks (240 channels at 14x14, 5x5: 0.69 -> 0.16 ms; 144 at
     56x56, 3x3: 2.0 -> 0.87 ms), with the same products summed in the same order.  The layout
-    changes (to channels-last and back) are two copies of the data.  Large layers run in rows
-    of outputs on the cores: one GIL-free call per part."""
+    changes (to channels-last, padded, and back) are two copies of the data.  Large layers run
+    in rows of outputs on the cores: one GIL-free call per part.  xl: [N, S..., G], padded."""
     groups, og, _, *kernel = w.shape
-    n, rank = x.shape[0], len(kernel)
-    xl = np.ascontiguousarray(np.moveaxis(x, 1, -1))                       # [N, S..., G]
+    n, rank = xl.shape[0], len(kernel)
     windows = window_view(xl, kernel, range(1, 1 + rank), geo.strides, geo.dilations)   # [N, O..., G, K...]
     wl = np.ascontiguousarray(np.moveaxis(w.reshape(groups, og, *kernel), (0, 1), (-2, -1)))   # [K..., G, Og]
-    out = np.empty((n, *counts, groups, og), np.result_type(x, w))
+    out = np.empty((n, *counts, groups, og), np.result_type(xl, w))
     letters = "abcdefgh"[:rank]
     taps = "ijklmnop"[:rank]
     subscripts = f"z{letters}g{taps},{taps}gm->z{letters}gm"
@@ -210,15 +221,22 @@ def _pointwise(x, w, geo: Geometry) -> np.ndarray:
     return threads.matmul(w.reshape(groups, og, cg), strided.reshape(x.shape[0], groups, cg, -1))
 
 
-def _zero_extended(x: np.ndarray, region) -> np.ndarray:
-    """x[:, :, lo:hi, ...] for a (lo, hi) per spatial axis that may reach past x's edges (zeros
-    there, as padding) or stop short of them (negative padding): a view when it needs no zeros."""
+def _inside(spatial, region) -> tuple[list[slice], list[tuple[int, int]]]:
+    """For a (lo, hi) per spatial axis: the part of each axis that exists, and the zeros to add
+    before and after it."""
     inside, widths = [], []
-    for (lo, hi), size in zip(region, x.shape[2:]):
+    for (lo, hi), size in zip(region, spatial):
         a = max(lo, 0)
         b = max(min(hi, size), a)
         inside.append(slice(a, b))
         widths.append((a - lo, hi - b))
+    return inside, widths
+
+
+def _zero_extended(x: np.ndarray, region) -> np.ndarray:
+    """x[:, :, lo:hi, ...] for a (lo, hi) per spatial axis that may reach past x's edges (zeros
+    there, as padding) or stop short of them (negative padding): a view when it needs no zeros."""
+    inside, widths = _inside(x.shape[2:], region)
     block = x[(slice(None), slice(None)) + tuple(inside)]
     if not any(left or right for left, right in widths):
         return block
@@ -496,7 +514,7 @@ def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts) -> np.nd
     if min(counts, default=1) <= 0:
         out = np.zeros((x.shape[0], groups, og, *(max(c, 0) for c in counts)), x.dtype)
     elif cg == 1 and og <= DEPTHWISE_MAX_MULTIPLIER and (groups > 1 or prod(kernel) <= DEPTHWISE_MAX_TAPS):
-        out = _depthwise(_zero_extended(x, whole), w, geo, counts)
+        out = _depthwise(x, w, geo, whole, counts)
     elif all(k == 1 for k in kernel):
         out = _pointwise(_zero_extended(x, whole), w, geo)
     elif _row_taps_pay(w.shape, geo, whole, counts):
