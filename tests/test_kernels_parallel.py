@@ -61,7 +61,8 @@ def conv3x3(ci, co, size, batch=1, pads=(1, 1), auto_pad="explicit", seed=0, gro
     (128, 128, [14, 14], 1, (1, 1), "explicit", True),      # GroupConvolution with one group
 ], ids=["square", "ragged-batch2", "asymmetric", "same_upper", "valid", "one-group"])
 def test_winograd_f23_matches_openvino(ci, co, size, batch, pads, auto_pad, grouped, monkeypatch, tmp_path):
-    """F(2,3) is the default for 128+ channels: within the standard bound (rtol 1e-4, atol 1e-5)."""
+    """F(2,3) (for 128+ channels): within the standard bound (rtol 1e-4, atol 1e-5)."""
+    monkeypatch.setenv("IRRUN_WINOGRAD", "2")
     calls = spy(monkeypatch, convolution, "winograd_conv")
     model, feeds = conv3x3(ci, co, size, batch, pads, auto_pad, grouped=grouped)
     compare(model, feeds, tmp_path)
@@ -75,6 +76,7 @@ def test_winograd_releases_the_mapped_filter(monkeypatch, tmp_path):
     released = []
     release = Weights.release
     monkeypatch.setattr(Weights, "release", lambda self, array: released.append(array.shape) or release(self, array))
+    monkeypatch.setenv("IRRUN_WINOGRAD", "2")
     calls = spy(monkeypatch, convolution, "winograd_conv")
     model, feeds = conv3x3(128, 128, [14, 14])
     xml = save(model, tmp_path / "m")
@@ -105,12 +107,24 @@ def test_winograd_f43_within_documented_bound(monkeypatch, tmp_path):
 @pytest.mark.parametrize("setting, ci, size, taken", [
     ("2", 128, [14, 14], True), ("2", 64, [56, 56], False), ("2", 512, [7, 7], False),
     ("off", 128, [14, 14], False), ("4", 32, [28, 28], True), ("4", 16, [28, 28], False),
+    (None, 128, [14, 14], "one thread"),
 ])
-def test_winograd_rule(setting, ci, size, taken, monkeypatch, tmp_path):
-    monkeypatch.setenv("IRRUN_WINOGRAD", setting)
+@pytest.mark.parametrize("count", [1, 2])
+def test_winograd_rule(setting, ci, size, taken, count, monkeypatch, tmp_path):
+    """The setting's rule; by default ("auto") F(2,3) where the rule says, on one thread only."""
+    before = threads.threads()
+    threads.set_threads(count)
+    if setting is None:
+        monkeypatch.delenv("IRRUN_WINOGRAD", raising=False)
+        taken = count == 1
+    else:
+        monkeypatch.setenv("IRRUN_WINOGRAD", setting)
     calls = spy(monkeypatch, convolution, "winograd_conv")
     model, feeds = conv3x3(ci, ci, size)
-    compare(model, feeds, tmp_path, **({} if setting != "4" else dict(atol=1e-4, rtol=1e-3)))
+    try:
+        compare(model, feeds, tmp_path, **({} if setting != "4" else dict(atol=1e-4, rtol=1e-3)))
+    finally:
+        threads.set_threads(before)
     assert bool(calls) == taken
 
 
@@ -128,6 +142,7 @@ def test_winograd_error_against_float64():
 
 
 def test_winograd_in_tile_row_blocks(monkeypatch, tmp_path):
+    monkeypatch.setenv("IRRUN_WINOGRAD", "2")
     monkeypatch.setattr(winograd, "TILE_BUFFER_ELEMENTS", 1)
     calls = spy(monkeypatch, convolution, "winograd_conv")
     model, feeds = conv3x3(128, 128, [15, 16])
@@ -456,6 +471,7 @@ def test_a_convolution_network_runs_its_kernels_in_parts_and_matches_openvino(tw
     """BLAS held to one thread for the whole run, im2col blocks (not the tap-by-tap kernel),
     Winograd's GEMMs and the GEMMs of whole-column convolutions cut on the pool; the outputs are
     OpenVINO's and, within float rounding, those of one thread."""
+    monkeypatch.setenv("IRRUN_WINOGRAD", "2")
     model = convolution_network()
     xml = save(model, tmp_path / "net")
     loaded = irrun.load(xml)

@@ -112,8 +112,13 @@ def _tile_rows(xp, f: WinogradFilter, th: int, tw: int, out) -> None:
 
 def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
     """The tile size m for a 3x3 stride-1 convolution of these sizes, None where the direct kernels
-    are used.  `IRRUN_WINOGRAD`: "2" (the default) F(2,3), "4" F(4,3) (faster, less accurate),
-    "off" never.
+    are used.  `IRRUN_WINOGRAD`: "auto" (the default) F(2,3) when irrun runs on one thread, "2"
+    F(2,3) on any number, "4" F(4,3) (faster, less accurate), "off" never.
+
+    On two threads F(2,3) does not pay: inside ResNet-18, with the pool owning both cores, its
+    128-channel layers at 28x28 took 2.0-2.15 ms against 1.7-1.9 for the direct kernels, the
+    256-channel ones at 14x14 as long (1.8-1.95 ms), the network 35.4 against 34.6 ms; and its
+    filters cost 16/9 of the originals' memory (ResNet-18: 16 MiB).
 
     Measured against the direct kernels (one thread, min of 9, one process):
       channels  map      F(2,3)  F(4,3)
@@ -126,9 +131,10 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
     F(2,3) pays from 128 channels; below 14x14 outputs it is left out all the same, because its
     transformed filter is 16/9 the size of the filter it keeps beside it (ResNet-18's 512-channel
     layers would add 58 MiB for 1.65x on a sixth of the network's time)."""
-    choice = os.environ.get("IRRUN_WINOGRAD", "2").strip().lower()
+    choice = os.environ.get("IRRUN_WINOGRAD", "auto").strip().lower()
     positions = prod(counts)
-    if choice in ("off", "0", "no") or positions < WINOGRAD_MIN_POSITIONS:
+    if choice in ("off", "0", "no") or positions < WINOGRAD_MIN_POSITIONS \
+            or (choice == "auto" and threads.threads() > 1):
         return None
     if choice == "4":
         return 4 if min(c_in, c_out) >= F43_MIN_CHANNELS else None
