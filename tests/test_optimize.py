@@ -25,6 +25,13 @@ from ovutil import CPU_F32, assert_close, compile_cpu, openvino_layer_outputs, r
 RNG = np.random.default_rng(11)
 
 
+@pytest.fixture(autouse=True)
+def _optimizing_by_default(monkeypatch):
+    """These tests are about the optimizer: `irrun.load`'s default is on here whatever
+    IRRUN_OPTIMIZE the suite runs under (`IRRUN_OPTIMIZE=0 python -m pytest`)."""
+    monkeypatch.delenv("IRRUN_OPTIMIZE", raising=False)
+
+
 def _c(shape, scale=1.0):
     return ops.constant((RNG.standard_normal(shape) * scale).astype(np.float32))
 
