@@ -147,11 +147,10 @@ def _channels_last(x: np.ndarray, region) -> np.ndarray:
     """x [N, C, S...] as [N, S'..., C], zero-extended to `region` ((lo, hi) per spatial axis, as
     `_zero_extended`) in the same copy: a padded copy and a transposed one took twice as long
     (MobileNetV3's depthwise layers, 0.7 ms of padding)."""
-    inside, widths = _inside(x.shape[2:], region)
+    inside, widths, target = _inside(x.shape[2:], region)
     shape = (x.shape[0], *(hi - lo for lo, hi in region), x.shape[1])
     out = np.zeros(shape, x.dtype) if any(left or right for left, right in widths) else np.empty(shape, x.dtype)
-    target = (slice(None),) + tuple(slice(left, left + s.stop - s.start) for s, (left, _) in zip(inside, widths))
-    out[target] = np.moveaxis(x[(slice(None), slice(None)) + tuple(inside)], 1, -1)
+    out[(slice(None),) + target] = np.moveaxis(x[(slice(None), slice(None)) + tuple(inside)], 1, -1)
     return out
 
 
@@ -221,22 +220,23 @@ def _pointwise(x, w, geo: Geometry) -> np.ndarray:
     return threads.matmul(w.reshape(groups, og, cg), strided.reshape(x.shape[0], groups, cg, -1))
 
 
-def _inside(spatial, region) -> tuple[list[slice], list[tuple[int, int]]]:
-    """For a (lo, hi) per spatial axis: the part of each axis that exists, and the zeros to add
-    before and after it."""
+def _inside(spatial, region) -> tuple[list[slice], list[tuple[int, int]], tuple[slice, ...]]:
+    """For a (lo, hi) per spatial axis: the part of each axis that exists, the zeros to add
+    before and after it, and where that part lands in the extended axes."""
     inside, widths = [], []
     for (lo, hi), size in zip(region, spatial):
         a = max(lo, 0)
         b = max(min(hi, size), a)
         inside.append(slice(a, b))
         widths.append((a - lo, hi - b))
-    return inside, widths
+    target = tuple(slice(left, left + s.stop - s.start) for s, (left, _) in zip(inside, widths))
+    return inside, widths, target
 
 
 def _zero_extended(x: np.ndarray, region) -> np.ndarray:
     """x[:, :, lo:hi, ...] for a (lo, hi) per spatial axis that may reach past x's edges (zeros
     there, as padding) or stop short of them (negative padding): a view when it needs no zeros."""
-    inside, widths = _inside(x.shape[2:], region)
+    inside, widths, target = _inside(x.shape[2:], region)
     block = x[(slice(None), slice(None)) + tuple(inside)]
     if not any(left or right for left, right in widths):
         return block
@@ -253,7 +253,7 @@ def _zero_extended(x: np.ndarray, region) -> np.ndarray:
                 out[before + (slice(0, left),)] = 0
             if right:
                 out[before + (slice(shape[2 + axis] - right, None),)] = 0
-    out[everything + tuple(slice(left, left + s.stop - s.start) for s, (left, _) in zip(inside, widths))] = block
+    out[everything + target] = block
     return out
 
 
@@ -661,18 +661,25 @@ class _ConvolutionFamily(Op):
             return None
         return self._bind_winograd(step) or self._bind_direct(step)
 
-    def _bind_direct(self, step):
-        """What `run` does but the kernel itself, done once: checking the channels, reading the
-        attributes, resolving the pads (40 us a layer inside a network, a fifth of MobileNetV3's
-        time in its 52 small convolutions)."""
+    def _constant_filter(self, step) -> np.ndarray | None:
+        """The filter as [G, Og, Cg, K...] where a kernel can be bound to it: constant, over f32/f64
+        data of its own type and of a static shape whose channels it fits (else `run` says why)."""
         data, filt = step.inputs
         if filt.value is None or not data.is_static or data.rank is None or filt.etype is not data.etype \
                 or data.etype.name not in ("f32", "f64") or filt.value.ndim != data.rank + self.grouped \
                 or filt.value.dtype != data.etype.carrier:
             return None
         weights = filt.value if self.grouped else filt.value[None]
-        if weights.shape[2] * weights.shape[0] != data.shape[1]:
-            return None        # (`run` says why)
+        return weights if weights.shape[2] * weights.shape[0] == data.shape[1] else None
+
+    def _bind_direct(self, step):
+        """What `run` does but the kernel itself, done once: checking the channels, reading the
+        attributes, resolving the pads (40 us a layer inside a network, a fifth of MobileNetV3's
+        time in its 52 small convolutions)."""
+        weights = self._constant_filter(step)
+        if weights is None:
+            return None
+        data = step.inputs[0]
         geo = self.geometry(data.rank - 2)
         whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
         if min(counts, default=1) <= 0:
@@ -683,15 +690,11 @@ class _ConvolutionFamily(Op):
         if not self.winograd_capable:
             return None
         data, filt = step.inputs
-        if filt.value is None or not data.is_static or data.rank != 4 or filt.etype is not data.etype \
-                or data.etype.name not in ("f32", "f64"):
+        grouped = self._constant_filter(step)
+        if grouped is None or data.rank != 4 or grouped.shape[0] != 1:
             return None
         geo = self.geometry(2)
-        weights = filt.value
-        if self.grouped:
-            if weights.shape[0] != 1:
-                return None
-            weights = weights[0]
+        weights = grouped[0]
         if tuple(weights.shape[2:]) != (3, 3) or tuple(geo.strides) != (1, 1) or tuple(geo.dilations) != (1, 1):
             return None
         whole, counts = window_layout(data.shape[2:], (3, 3), geo)
