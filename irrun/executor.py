@@ -130,6 +130,27 @@ CONVOLUTION_TYPES = frozenset({"Convolution", "GroupConvolution", "ConvolutionBa
                                "GroupConvolutionBackpropData", "DeformableConvolution", "BinaryConvolution"})
 
 
+def _known(node: Node) -> bool:
+    """Whether the analysis knows every output value of `node` (a layer folded at load)."""
+    types = node.types
+    return bool(types) and all(t is not None and t.value is not None for t in types) \
+        and node.layer.op_type != "Result"
+
+
+def _shadowed(nodes: dict[str, Node], order: list[str]) -> set[str]:
+    """Folded layers of `order` whose every reader there is folded too, into values of their own: no
+    step reads theirs."""
+    readers: dict[str, list[str]] = {}
+    for lid in order:
+        for src in nodes[lid].inputs:
+            if src is not None:
+                readers.setdefault(src[0], []).append(lid)
+    def apart(lid: str, reader: str) -> bool:      # (a Reshape's value is a view of its input's)
+        return not any(np.may_share_memory(t.value, r.value) for t in nodes[lid].types for r in nodes[reader].types)
+    return {lid for lid in order if lid in readers and _known(nodes[lid])
+            and all(_known(nodes[r]) and apart(lid, r) for r in readers[lid])}
+
+
 class Plan:
     def __init__(self, analysis: Analysis, result_ids: list[str], parameter_ids: list[str],
                  memory_limit: int | None = None, release: Callable[[np.ndarray], object] | None = None,
@@ -176,10 +197,20 @@ class Plan:
         steps: list[Step] = []
         # Layers not run per call, for watchers: step index they precede -> layers folded there.
         self.folded_before: dict[int, list[Node]] = {}
+        shadowed = _shadowed(nodes, order)
         for lid in order:
             node = nodes[lid]
             types = node.types
-            if types and all(t is not None and t.value is not None for t in types) and node.layer.op_type != "Result":
+            if lid in shadowed:
+                # (every reader has a value of its own: this one goes now, not when the walk reaches
+                # the readers, so that a model's folded decompression steps are never all held at once)
+                if release is not None:
+                    for t in types:
+                        release(t.value)
+                folded(node)
+                self.folded_before.setdefault(len(steps), []).append(node)
+                continue
+            if _known(node):
                 for i, t in enumerate(types):
                     self.constants[slot((lid, i))] = t.value
                 folded(node)

@@ -220,10 +220,13 @@ class Model:
         weights = self.weights
         # A constant only folding reads (an f16 weight, once decompressed) leaves memory as it is dropped.
         with _no_cyclic_gc():
+            # (the f32 analysis reads only the declared one's Constants: its folded steps can go first)
+            _KnownValues((analysis,), None).forget_all_but(_held_values(analysis, "Constant"))
             self._execution = prepare(analysis, self._precision)
             self.precision = self._execution.precision
             known = _KnownValues((analysis, self._execution.analysis),
                                  weights.release if weights is not None else None)
+            known.forget_all_but(_held_values(self._execution.analysis), only=analysis)
             self._plan = Plan(self._execution.analysis, [l.id for l in results], [l.id for l in params],
                               self.max_memory, release=known.release, read_constant=self._execution.read_constant,
                               optimize=self.optimize)
@@ -542,11 +545,11 @@ class _KnownValues:
     def __init__(self, analyses, release):
         self._release = release
         self._holders: dict[int, list[TensorType]] = {}
+        self._analysis_of: dict[int, int] = {}      # id(TensorType) -> id(its analysis)
         for analysis in {id(a): a for a in analyses}.values():
-            for node in analysis.nodes.values():
-                for t in node.types or ():
-                    if t is not None and getattr(t.value, "nbytes", 0) >= FORGET_VALUE_BYTES:
-                        self._holders.setdefault(id(t.value), []).append(t)
+            for t in _large_types(analysis):
+                self._holders.setdefault(id(t.value), []).append(t)
+                self._analysis_of[id(t)] = id(analysis)
 
     def release(self, array: np.ndarray) -> None:
         """The plan no longer holds `array`: its mapped pages and the analyses' references go."""
@@ -555,13 +558,37 @@ class _KnownValues:
         for t in self._holders.pop(id(array), ()):
             t.value = None
 
-    def forget_all_but(self, kept) -> None:
+    def forget_all_but(self, kept, only=None) -> None:
+        """Every value but those in `kept` let go; with `only` (an analysis), only what that analysis
+        holds, and the rest stays known.  Before the plan is built, the declared analysis's values
+        go this way but for those the f32 one shares (which the plan reads): an int4 decoder's f16
+        decompression steps, 13 MiB that the load's peak held while the plan folded the f32 ones."""
         keep = {id(v) for v in kept}
-        for key, holders in self._holders.items():
-            if key not in keep:
-                for t in holders:
+        for key in list(self._holders):
+            if key in keep:
+                continue
+            holders = self._holders[key]
+            left = []
+            for t in holders:
+                if only is None or self._analysis_of.get(id(t)) == id(only):
                     t.value = None
-        self._holders.clear()
+                else:
+                    left.append(t)
+            if left:
+                self._holders[key] = left
+            else:
+                del self._holders[key]
+
+
+def _large_types(analysis, op_type: str | None = None) -> list[TensorType]:
+    """The tensor types of `analysis` (of layers of `op_type`, if given) whose values are worth
+    letting go (FORGET_VALUE_BYTES)."""
+    return [t for node in analysis.nodes.values() if op_type in (None, node.layer.op_type)
+            for t in node.types or () if t is not None and getattr(t.value, "nbytes", 0) >= FORGET_VALUE_BYTES]
+
+
+def _held_values(analysis, op_type: str | None = None) -> list[np.ndarray]:
+    return [t.value for t in _large_types(analysis, op_type)]
 
 
 def _check_integer_range(name: str, etype: ElementType, array: np.ndarray, file: str) -> None:
