@@ -287,17 +287,21 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
         n = xs.shape[0]
         out = np.empty((n, groups, og, *counts), filters.dtype)
         row_elements = n * groups * rows * prod(counts[1:])
-        # Padded once, and its windows viewed once: a block is then a slice of them, and the
-        # parts run on the cores with little Python (the GIL) between their copies and GEMMs
-        region = [(whole[0][0], whole[0][0] + (counts[0] - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
-        view = window_view(_zero_extended(xs, region), kernel, axes, geo.strides, geo.dilations)
-        view = view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
         first_output_axis = 2 if positions_major else 3 + rank
 
-        def times_filter(first, last, buffer):
-            """Output rows [first, last): their column matrix (copied into `buffer`) times the
-            filters, written into `out`."""
-            block = view[(slice(None),) * first_output_axis + (slice(first, last),)]
+        def rows_view(first, last):
+            """The windows of output rows [first, last), of the input padded once for them: a
+            block is then a slice of them, and a part pads the rows it reads itself (the detector's
+            first layers spent 0.3 ms padding before their parts began)."""
+            lo = whole[0][0] + first * geo.strides[0]
+            region = [(lo, lo + (last - first - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
+            view = window_view(_zero_extended(xs, region), kernel, axes, geo.strides, geo.dilations)
+            return view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
+
+        def times_filter(view, first, last, buffer, offset):
+            """Output rows [first, last) (`view` begins at row `offset`): their column matrix (copied
+            into `buffer`) times the filters, written into `out`."""
+            block = view[(slice(None),) * first_output_axis + (slice(first - offset, last - offset),)]
             # Into a buffer each part keeps, not a new array per block: fresh memory is page-faulted
             # in (a 7x7 stem's copies took twice as long) one core at a time
             columns = buffer[:block.size].reshape(block.shape)
@@ -318,6 +322,7 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
         if step >= counts[0] and threads.pool_owns_cores():
             # the columns fit one block: one GEMM, cut by `threads.matmul` along the filters
             # (512 -> 512 channels at 7x7: rows of 4 and 3 outputs made GEMMs too narrow)
+            view = rows_view(0, counts[0])
             buffer = np.empty(row_elements * counts[0], filters.dtype)
             columns = buffer.reshape(view.shape)
             np.copyto(columns, view)
@@ -332,8 +337,10 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
 
         def run_blocks(a, b):
             buffer = np.empty(row_elements * step, filters.dtype)
+            offset = blocks[a][0]
+            view = rows_view(offset, blocks[b - 1][1])
             for first, last in blocks[a:b]:
-                times_filter(first, last, buffer)
+                times_filter(view, first, last, buffer, offset)
 
         if parts == 1:
             run_blocks(0, len(blocks))
