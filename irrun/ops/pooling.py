@@ -288,12 +288,15 @@ class MaxPool(_SlidingPool):
         return self.pool(x, with_indices=False)
 
     def separable_max(self, padded: np.ndarray, out, lowest) -> np.ndarray:
-        """The windows' maxima one spatial axis at a time, the last first (a box's maximum is the
-        maximum over one axis of the maxima over the others): k1 + k2 passes for a k1 x k2 window
-        instead of k1 * k2, the later ones over whole rows (a 2x2 pool 2.4x, 3x3 1.7x faster).
+        """The windows' maxima one spatial axis at a time (a box's maximum is the maximum over one
+        axis of the maxima over the others): k1 + k2 passes for a k1 x k2 window instead of
+        k1 * k2 (a 2x2 pool 2.4x, 3x3 1.7x faster).  The first axis first: its taps are whole
+        rows, which NumPy's loops take contiguous, and the strided taps of the last axis then read
+        the rows already reduced (ResNet's 3x3 / 2 pool over 64 x 112 x 112: 1012 -> 919 us on two
+        threads, a 5x5 / 1 over 256 x 20 x 20 707 -> 674; 2x2 pools the same within noise).
         fmax: a NaN tap leaves the maximum as it was; all-NaN windows end as `lowest`, as padding."""
         data = padded
-        for axis in reversed(range(len(self.kernel))):
+        for axis in range(len(self.kernel)):
             k, s, d, o = self.kernel[axis], self.attrs.strides[axis], self.dilations[axis], out[axis]
             index = [slice(None)] * data.ndim
 
@@ -307,6 +310,8 @@ class MaxPool(_SlidingPool):
             for t in range(2, k):
                 np.fmax(reduced, tap(t), out=reduced)
             data = reduced
+        if data is not padded and data.base is None:     # (an array of this pass's own)
+            return np.fmax(data, lowest, out=data)
         return np.fmax(data, lowest)
 
     def pool(self, x: np.ndarray, with_indices: bool):
