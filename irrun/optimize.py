@@ -46,6 +46,7 @@ import numpy as np
 
 from . import threads
 from .analysis import SINK_TYPES, Node
+from .ops.matrix import FEW_ROWS
 from .errors import IrrunError
 from .shapes import is_static
 from .watch import Produced
@@ -157,14 +158,15 @@ def rewrite(plan, steps: list, keep: frozenset) -> list:
 
 
 def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
-    """Constant weights a MatMul reads transposed (transpose_b, the [out, in] layout PyTorch and
-    OpenVINO's FullyConnected use) stored transposed in memory, so that the GEMM reads them as
-    a plain [in, out] matrix: the same values, and BLAS's faster layout (34 x 384 x 1536 on two
-    cores: 328 -> 260 us; 128 x 256 x 768: 213 -> 182).  Only a weight no other step or Result
-    reads (a Gather of tied embeddings wants its rows contiguous), and data of at least two rows
-    known at load: a vector times the matrix (BLAS's GEMV, an LLM's decoding step) gains nothing
-    and sums in another order (the GEMMs' products are bit for bit those of the other layout).
-    The original's mapped pages are released.  Returns how many weights were laid out."""
+    """Constant MatMul weights stored in the memory layout their GEMM runs fastest with (the same
+    values): [in, out] rows for data of more than FEW_ROWS rows (BLAS's faster layout: 128 x 256 x
+    768 on two cores 213 -> 182 us, for weights PyTorch and OpenVINO's FullyConnected keep as
+    [out, in] and MatMul reads transposed), [out, in] rows for fewer, which run weight first
+    (irrun/ops/matrix.py).  Only a weight no other step or Result reads (a Gather of tied
+    embeddings wants its rows contiguous), and data of at least two rows known at load: a vector
+    times the matrix (BLAS's GEMV, an LLM's decoding step) gains nothing and would sum in another
+    order (the GEMMs' products are bit for bit those of the other layout, measured).  The
+    original's mapped pages are released.  Returns how many weights were laid out."""
     readers: dict[int, int] = {}
     for step in steps:
         for s in step.inputs:
@@ -176,8 +178,7 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
         if step.node.layer.op_type != "MatMul":
             continue
         attrs = step.op.attrs
-        if not attrs.transpose_b or attrs.transpose_a or len(step.inputs) != 2 \
-                or readers.get(step.inputs[1]) != 1 or step.op.run_replaced():
+        if attrs.transpose_a or len(step.inputs) != 2 or readers.get(step.inputs[1]) != 1 or step.op.run_replaced():
             continue
         data = plan.analysis.type_of(step.node.inputs[0])
         if data is None or not is_static(data.shape) or len(data.shape) < 2 or prod(data.shape[:-1]) < 2:
@@ -186,6 +187,9 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
         if weight is None or weight.ndim != 2 or weight.dtype.kind != "f" or weight.dtype.itemsize < 4 \
                 or not weight.flags.c_contiguous:
             continue
+        rows_out_in = prod(data.shape[:-1]) <= FEW_ROWS      # [out, in] in memory, row by row
+        if rows_out_in == bool(attrs.transpose_b):
+            continue                                        # (as stored already)
         plan.constants[step.inputs[1]] = np.ascontiguousarray(weight.T).T
         if release is not None:
             release(weight)

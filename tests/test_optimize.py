@@ -323,14 +323,16 @@ def test_a_failed_call_leaves_the_cache_as_it_was(tmp_path):
 
 # ---------------------------------------------------------------- switches
 
-def _transposed_weights_model(tied: bool):
-    """x [2, 5, 16] through two MatMuls with [out, in] weights (transpose_b), a Relu between; with
-    `tied`, the first weight also feeds a Gather of ids given at run time (tied embeddings)."""
-    x = ops.parameter([2, 5, 16], ov.Type.f32, name="x")
+def _transposed_weights_model(tied: bool, shape=(2, 40, 16), transpose_b=True):
+    """x through two MatMuls with [out, in] weights (transpose_b; else [in, out]), a Relu between;
+    with `tied`, the first weight also feeds a Gather of ids given at run time (tied embeddings)."""
+    x = ops.parameter(list(shape), ov.Type.f32, name="x")
     ids = ops.parameter([2], ov.Type.i64, name="ids")
     w1, w2 = _c((24, 16), 0.3), _c((16, 24), 0.3)
-    h = _named(ops.relu(_named(ops.matmul(x, w1, False, True), "up")), "act")
-    outputs = [ops.result(_named(ops.matmul(h, w2, False, True), "down"))]
+    if not transpose_b:
+        w1, w2 = ops.constant(w1.get_data().T.copy()), ops.constant(w2.get_data().T.copy())
+    h = _named(ops.relu(_named(ops.matmul(x, w1, False, transpose_b), "up")), "act")
+    outputs = [ops.result(_named(ops.matmul(h, w2, False, transpose_b), "down"))]
     if tied:
         outputs.append(ops.result(ops.gather(w1, ids, ops.constant(np.int64(0)))))
     return ov.Model(outputs, [x, ids] if tied else [x])
@@ -341,7 +343,7 @@ def test_transposed_gemm_weights_are_stored_transposed(tied, tmp_path):
     """The values OpenVINO computes, bit for bit those of optimize=False; a weight another layer
     reads keeps its layout."""
     xml = save(_transposed_weights_model(tied), tmp_path / "m.xml")
-    feeds = {"x": RNG.standard_normal((2, 5, 16)).astype(np.float32)}
+    feeds = {"x": RNG.standard_normal((2, 40, 16)).astype(np.float32)}
     if tied:
         feeds["ids"] = np.array([3, 0], np.int64)
     plan = check_both_ways(xml, feeds)._plan
@@ -350,6 +352,31 @@ def test_transposed_gemm_weights_are_stored_transposed(tied, tmp_path):
     assert layouts == {"up": not tied, "down": True}
     assert not any(v.flags.f_contiguous and v.ndim == 2
                    for v in irrun.load(xml, optimize=False)._plan.constants.values())
+
+
+@pytest.mark.parametrize("transpose_b", [True, False], ids=["out_in", "in_out"])
+@pytest.mark.parametrize("shape", [(2, 17, 16), (34, 16), (1, 1, 16)], ids=["2x17", "34", "1"])
+def test_few_rows_times_weights_run_weight_first(shape, transpose_b, monkeypatch, tmp_path):
+    """Data of at most FEW_ROWS rows: the weights are held [out, in] row by row (as stored with
+    transpose_b, else laid out so; not for one row) and the products run weight first, bit for bit
+    the values of the other order (optimize=False computes x @ w)."""
+    import irrun.ops.matrix as matrix
+    calls, weight_first = [], matrix.weight_first
+    monkeypatch.setattr(matrix, "weight_first", lambda x, w: calls.append(x.shape) or weight_first(x, w))
+    xml = save(_transposed_weights_model(False, shape, transpose_b), tmp_path / "m.xml")
+    x = RNG.standard_normal(shape).astype(np.float32)
+    on = check_both_ways(xml, {"x": x})
+    weights = [v for v in on._plan.constants.values() if getattr(v, "ndim", 0) == 2]
+    one_row = np.prod(shape[:-1]) == 1
+    assert len(weights) == 2 and all((v if transpose_b else v.T).flags.c_contiguous != (one_row and not transpose_b)
+                                     for v in weights)
+    calls.clear()
+    on.infer({"x": x})
+    assert len(calls) == (0 if one_row and not transpose_b else 2)
+    run = irrun.load(xml, optimize=False)._plan.layer_steps[0].op.run      # (unbound: x @ w)
+    w = next(v for v in on._plan.constants.values() if getattr(v, "shape", None) in ((24, 16), (16, 24)))
+    rows = x.reshape(-1, 16)
+    np.testing.assert_array_equal(weight_first(rows, w if transpose_b else w.T), run(rows, w))
 
 
 def test_a_vector_times_transposed_weights_keeps_the_layout(tmp_path):
