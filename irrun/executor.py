@@ -145,6 +145,7 @@ def _shadowed(nodes: dict[str, Node], order: list[str]) -> set[str]:
         for src in nodes[lid].inputs:
             if src is not None:
                 readers.setdefault(src[0], []).append(lid)
+
     def apart(lid: str, reader: str) -> bool:      # (a Reshape's value is a view of its input's)
         return not any(np.may_share_memory(t.value, r.value) for t in nodes[lid].types for r in nodes[reader].types)
     return {lid for lid in order if lid in readers and _known(nodes[lid])

@@ -220,9 +220,8 @@ class Model:
         weights = self.weights
         # A constant only folding reads (an f16 weight, once decompressed) leaves memory as it is dropped.
         with _no_cyclic_gc():
-            # (the f32 analysis reads only the declared one's Constants: its folded steps can go first)
-            _KnownValues((analysis,), None).forget_all_but(_held_values(analysis, "Constant"))
-            self._execution = prepare(analysis, self._precision)
+            self._execution = prepare(analysis, self._precision, retyping=lambda: _KnownValues(
+                (analysis,), None).forget_all_but(_held_values(analysis, "Constant")))
             self.precision = self._execution.precision
             known = _KnownValues((analysis, self._execution.analysis),
                                  weights.release if weights is not None else None)

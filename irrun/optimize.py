@@ -46,8 +46,8 @@ import numpy as np
 
 from . import threads
 from .analysis import SINK_TYPES, Node
-from .ops.matrix import FEW_ROWS
 from .errors import IrrunError
+from .ops.matrix import FEW_ROWS
 from .shapes import is_static
 from .watch import Produced
 

@@ -95,11 +95,15 @@ class Execution:
         return convert_array(value, reported)
 
 
-def prepare(analysis: Analysis, precision: str) -> Execution:
-    """The execution of a validated analysis in `precision` ("f32" or "declared")."""
+def prepare(analysis: Analysis, precision: str, retyping: Callable[[], object] | None = None) -> Execution:
+    """The execution of a validated analysis in `precision` ("f32" or "declared").  `retyping()` is
+    called when an f32 analysis is to be made, before it is (irrun/model.py lets the declared
+    analysis's folded values go there: the f32 one reads only its Constants)."""
     check_precision(precision)
     if precision == "declared" or not _needs_retyping(analysis):
         return _execution(precision, analysis, None)
+    if retyping is not None:
+        retyping()
     try:
         return _f32_execution(analysis)
     except _CannotRetype as exc:

@@ -21,7 +21,6 @@ gives inf/NaN, as in OpenVINO.
 from __future__ import annotations
 
 import string
-
 from math import prod
 
 import numpy as np
