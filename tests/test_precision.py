@@ -500,6 +500,22 @@ def test_small_compressed_weights_leave_no_decompression_steps_in_memory_while_l
         np.testing.assert_array_equal(everything[key], kept[key], err_msg=key)
 
 
+def test_a_model_computed_as_declared_folds_its_weights_once(monkeypatch, tmp_path):
+    """An f32 model runs on the analysis it was validated with: the plan takes the values that
+    analysis folded (a scaled 128 x 256 weight) instead of computing them again."""
+    from irrun.ops import arithmetic
+    calls = []
+    run = arithmetic.BinaryElementwise.run
+    monkeypatch.setattr(arithmetic.BinaryElementwise, "run", lambda self, *args: calls.append(1) or run(self, *args))
+    x = ops.parameter([2, 256], np.float32, name="x")
+    w = ops.multiply(ops.constant(RNG.standard_normal((128, 256)).astype(np.float32)), ops.constant(np.float32(0.5)))
+    xml = save(ov.Model([ops.matmul(x, w, False, True)], [x]), tmp_path)
+    model = irrun.load(xml)
+    assert len(calls) == 1
+    feeds = [RNG.standard_normal((2, 256)).astype(np.float32)]
+    assert_close(list(model.infer(feeds).values())[0], run_ov(xml, feeds)[0])
+
+
 def test_compressed_weights_leave_only_their_decompressed_form_in_memory(monkeypatch, tmp_path):
     """Weights past the analysis's folding size (512 x 512 int4, groups of 32): their int4 data is
     unpacked once (both analyses share it) and let go as each weight is decompressed, as are the
