@@ -469,35 +469,53 @@ def test_bf16_arithmetic_depends_on_the_cpu(tmp_path):
     np.testing.assert_allclose(got, expected, rtol=2 ** -6)
 
 
+def _int4_side_by_side(tmp_path, count: int, shape: tuple[int, int]):
+    """`count` MatMuls of x [2, in] by int4 weights (groups of 32) side by side, not chained (three
+    chained layers grow the outputs to ~1e3, where float rounding in another summation order
+    exceeds rtol 1e-4 at the entries that cancel); the IR, its feeds and the f32 weights' bytes."""
+    x = ops.parameter([2, shape[1]], np.float32, name="x")
+    y = ops.concat([ops.matmul(x, nncf_weight("u4", group=32, shape=shape), False, True) for _ in range(count)], -1)
+    feeds = [RNG.standard_normal((2, shape[1])).astype(np.float32)]
+    return save(ov.Model([y.output(0)], [x]), tmp_path), feeds, count * shape[0] * shape[1] * 4
+
+
+def _traced_load(xml, weights: int):
+    """The model, and the memory its load held at the end and at its peak (tracemalloc)."""
+    import tracemalloc
+    irrun.load(xml)     # (the modules it imports not counted)
+    tracemalloc.start()
+    model = irrun.load(xml)
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"load: {current / 2**20:.2f} MiB held, peak {peak / 2**20:.2f} MiB; f32 weights {weights / 2**20:.2f} MiB")
+    return model, current, peak
+
+
+def _check_values_let_go(model, xml, feeds, monkeypatch) -> dict:
+    """The output is OpenVINO's, and every layer's values (those let go recomputed) read back as
+    those of a model that keeps them all."""
+    import irrun.model
+    assert_close(list(model.infer(feeds).values())[0], run_ov(xml, feeds)[0])
+    everything = model.infer(feeds, intermediates="all")
+    monkeypatch.setattr(irrun.model, "FORGET_VALUE_BYTES", 1 << 60)
+    kept = irrun.load(xml).infer(feeds, intermediates="all")
+    assert list(everything) == list(kept)
+    for key in kept:
+        np.testing.assert_array_equal(everything[key], kept[key], err_msg=key)
+    return everything
+
+
 def test_small_compressed_weights_leave_no_decompression_steps_in_memory_while_loading(monkeypatch, tmp_path):
     """Weights the analyses fold themselves (128 x 256 int4, under analysis.FOLD_LIMIT): each
     analysis holds every step of their decompression (f16 in the declared one, f32 in the other).
     The declared steps go before the f32 analysis runs, the f32 steps before the plan walks the
     layers (they were held until it had walked past their last reader).  Folded steps are still
     reported (recomputed) for watchers, and the output is OpenVINO's."""
-    import tracemalloc
-    import irrun.model
-    x = ops.parameter([2, 256], np.float32, name="x")
-    y = ops.concat([ops.matmul(x, nncf_weight("u4", group=32, shape=(128, 256)), False, True)
-                    for _ in range(8)], -1)
-    xml = save(ov.Model([y.output(0)], [x]), tmp_path)
-    feeds = [RNG.standard_normal((2, 256)).astype(np.float32)]
-    irrun.load(xml)     # (the modules it imports not counted below)
-    tracemalloc.start()
-    model = irrun.load(xml)
-    current, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    weights = 8 * 128 * 256 * 4
-    print(f"load: {current / 2**20:.2f} MiB held, peak {peak / 2**20:.2f} MiB; f32 weights {weights / 2**20:.2f} MiB")
+    xml, feeds, weights = _int4_side_by_side(tmp_path, 8, (128, 256))
+    model, current, peak = _traced_load(xml, weights)
     assert current < 1.8 * weights and peak < 4.5 * weights     # (before: 1.68 and 6.2)
-    assert_close(list(model.infer(feeds).values())[0], run_ov(xml, feeds)[0])
-    everything = model.infer(feeds, intermediates="all")
+    everything = _check_values_let_go(model, xml, feeds, monkeypatch)
     assert len([key for key in everything if "Subtract" in key]) == 8
-    monkeypatch.setattr(irrun.model, "FORGET_VALUE_BYTES", 1 << 60)
-    kept = irrun.load(xml).infer(feeds, intermediates="all")
-    assert list(everything) == list(kept)
-    for key in kept:
-        np.testing.assert_array_equal(everything[key], kept[key], err_msg=key)
 
 
 def test_a_model_computed_as_declared_folds_its_weights_once(monkeypatch, tmp_path):
@@ -521,30 +539,11 @@ def test_compressed_weights_leave_only_their_decompressed_form_in_memory(monkeyp
     unpacked once (both analyses share it) and let go as each weight is decompressed, as are the
     values of the decompression steps; the f32 weights stay.  The output is OpenVINO's, and the
     values let go read back (intermediates="all") as those of a model that keeps them all."""
-    import tracemalloc
     import irrun.model
-    x = ops.parameter([2, 512], np.float32, name="x")
-    # (side by side, not chained: three chained layers grow the outputs to ~1e3, where float
-    # rounding in another summation order exceeds rtol 1e-4 at the entries that cancel)
-    y = ops.concat([ops.matmul(x, nncf_weight("u4", group=32, shape=(512, 512)), False, True)
-                    for _ in range(3)], -1)
-    xml = save(ov.Model([y.output(0)], [x]), tmp_path)
-    feeds = [RNG.standard_normal((2, 512)).astype(np.float32)]
-    irrun.load(xml)     # (the modules it imports not counted below)
-    tracemalloc.start()
-    model = irrun.load(xml)
-    current, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    weights = 3 * 512 * 512 * 4
-    print(f"load: {current / 2**20:.2f} MiB held, peak {peak / 2**20:.2f} MiB; f32 weights {weights / 2**20:.2f} MiB")
+    xml, feeds, weights = _int4_side_by_side(tmp_path, 3, (512, 512))
+    model, current, peak = _traced_load(xml, weights)
     held = [t.value for a in (model.analysis, model._execution.analysis) for n in a.nodes.values()
             for t in n.types if t is not None and getattr(t.value, "nbytes", 0) >= irrun.model.FORGET_VALUE_BYTES]
     assert all(any(v is c for c in model._plan.constants.values()) for v in held)
     assert current < 1.2 * weights and peak < 1.6 * weights     # (before: 1.64 and 1.99)
-    assert_close(list(model.infer(feeds).values())[0], run_ov(xml, feeds)[0])
-    everything = model.infer(feeds, intermediates="all")
-    monkeypatch.setattr(irrun.model, "FORGET_VALUE_BYTES", 1 << 60)
-    kept = irrun.load(xml).infer(feeds, intermediates="all")
-    assert list(everything) == list(kept)
-    for key in kept:
-        np.testing.assert_array_equal(everything[key], kept[key], err_msg=key)
+    _check_values_let_go(model, xml, feeds, monkeypatch)
