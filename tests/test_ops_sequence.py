@@ -318,6 +318,39 @@ def test_bidirectional_sequences_run_both_ways_at_once(kind, options, tmp_path, 
     assert taken
 
 
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_lstm_steps_with_default_activations_run_in_one_loop(direction, tmp_path, monkeypatch):
+    """An LSTM with the default activations and no clip, every row running every step, runs its
+    steps in one loop over buffers made once (`_halved_lstm_steps`): OpenVINO's result, the path
+    taken, and bit for bit the values of the step-by-step kernel."""
+    from irrun.ops import sequence
+    taken = []
+    loop = sequence._halved_lstm_steps
+    monkeypatch.setattr(sequence, "_halved_lstm_steps", lambda *a: taken.append(1) or loop(*a))
+    model, feeds = sequence_case("LSTM", direction, (9, 9, 9), steps=9)
+    compare(model, feeds, tmp_path)
+    assert taken
+    xml = save(model, tmp_path / "again.xml")
+    fast = irrun.load(xml).infer(feeds)
+    monkeypatch.setattr(sequence, "_halved_lstm_steps", None)
+    monkeypatch.setattr(sequence, "recur", _step_by_step(sequence))
+    for a, b in zip(fast.values(), irrun.load(xml).infer(feeds).values()):
+        np.testing.assert_array_equal(a, b)
+
+
+def _step_by_step(sequence):
+    """`recur` without its one-loop LSTM path: `_lstm_step` step by step."""
+    def recur(kind, gx, states, lengths, reverse, p):
+        steps = gx.shape[-2]
+        y = np.zeros(gx.shape[:-1] + states[0].shape[-1:], dtype=gx.dtype)
+        for k in range(steps):
+            t = steps - 1 - k if reverse else k
+            states = sequence.STEPS[kind.name](gx[..., t, :], states, p)
+            y[..., t, :] = states[0]
+        return y, states
+    return recur
+
+
 @pytest.mark.parametrize("kind,lbr", [("RNN", False), ("GRU", False), ("GRU", True), ("LSTM", False)])
 @pytest.mark.parametrize("direction", ["forward", "bidirectional"])
 def test_sequence_weights_fed_anew_each_call(kind, lbr, direction, tmp_path):

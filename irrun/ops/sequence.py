@@ -281,6 +281,8 @@ def recur(kind: CellKind, gx: np.ndarray, states: tuple[np.ndarray, ...], length
         raise ShapeError(f"sequence_lengths {lengths.tolist()} must lie in 0..{steps} to run in reverse "
                          f"(OpenVINO's ReverseSequence refuses them)")
     y = np.zeros(gx.shape[:-1] + states[0].shape[-1:], dtype=gx.dtype)
+    if not _masked(lengths, steps) and kind.name == "LSTM" and p.halved:
+        return y, _halved_lstm_steps(gx, states, reverse, p, y)
     if not _masked(lengths, steps):
         # every row runs every step: step k is one column of gx and y for all rows (no gathers)
         for k in range(steps):
@@ -300,6 +302,34 @@ def recur(kind: CellKind, gx: np.ndarray, states: tuple[np.ndarray, ...], length
         ends = lengths - 1 == k
         final = [np.where(ends[:, None], s, f) for s, f in zip(states, final)]
     return y, tuple(final)
+
+
+def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_lstm_step`'s halved case over every step, every row running each: the same NumPy calls in
+    the same order (bit for bit), into buffers made once, with the loop's names bound once (the
+    CRNN's 64 steps of two stacked directions: 855 -> 743 us).  Writes y; returns (h, c)."""
+    n = states[0].shape[-1]
+    h, c = (np.array(s, dtype=gx.dtype) for s in states)      # (copies: written in place)
+    gates = np.empty(gx.shape[:-2] + gx.shape[-1:], gx.dtype)
+    sig, product = np.empty_like(gates), np.empty_like(c)
+    sig_f, sig_i, sig_o, candidate = sig[..., :n], sig[..., n:2 * n], sig[..., 3 * n:], gates[..., 2 * n:3 * n]
+    half, RT = gx.dtype.type(0.5), p.RT
+    matmul, add, multiply, tanh = np.matmul, np.add, np.multiply, np.tanh
+    steps = gx.shape[-2]
+    for k in range(steps):
+        t = steps - 1 - k if reverse else k
+        matmul(h, RT, out=gates)
+        add(gx[..., t, :], gates, out=gates)
+        tanh(gates, out=gates)
+        multiply(gates, half, out=sig)
+        add(sig, half, out=sig)
+        multiply(sig_f, c, out=c)
+        multiply(sig_i, candidate, out=product)
+        add(c, product, out=c)
+        tanh(c, out=h)
+        multiply(h, sig_o, out=h)
+        y[..., t, :] = h
+    return h, c
 
 
 def _masked(lengths: np.ndarray | None, steps: int) -> bool:
