@@ -526,15 +526,21 @@ def member_events(step, out: tuple, args: list, start: float, seconds: float, sc
 # ---------------------------------------------------------------- KV caches
 
 def _kv_caches(plan, steps: list) -> list:
-    """ReadValue(v) -> [Gather(beam_idx, axis 0)] -> Concat -> Assign(v): the Concat appends into a
-    buffer with room to spare (`_Growing`), the Assign keeps its output without copying it, and
-    the Gather hands its input on when beam_idx leaves every row where it is."""
+    """ReadValue(v) -> [Gather(beam_idx, axis 0)] -> Concat -> [Slice] -> Assign(v): the Concat
+    appends into a buffer with room to spare (`_Growing`), the Assign keeps its output without
+    copying it, and the Gather hands its input on when beam_idx leaves every row where it is.  A
+    Slice (a view) keeping the last tokens makes a sliding window: the next call's cache is a
+    window of the buffer, which grows on from its end (a streaming model's state, an LLM with
+    windowed attention)."""
     producer = {s: k for k, step in enumerate(steps) for s in step.outputs}
     out = list(steps)
     for k, step in enumerate(steps):
         if step.node.layer.op_type != "Assign" or step.members or step.op.run_replaced():
             continue
         c = producer.get(step.inputs[0])
+        if c is not None and steps[c].node.layer.op_type == "Slice" and not steps[c].members \
+                and not steps[c].op.run_replaced():
+            c = producer.get(steps[c].inputs[0])
         concat = steps[c] if c is not None else None
         if concat is None or concat.node.layer.op_type != "Concat" or len(concat.inputs) != 2 \
                 or concat.members or concat.op.run_replaced():
@@ -587,10 +593,12 @@ class _Rebound:
 
 
 class _Growing(_Rebound):
-    """Concat(past, new) into `cache.buffer` when `past` is the buffer's prefix (the last call's
-    value of the variable) and there is room: `new` is written after it, nothing else moves.
-    Otherwise a new buffer with half as much room again is made.  The prefix views never change
-    afterwards (later calls write only beyond them), so the Assign may keep one as it is."""
+    """Concat(past, new) into `cache.buffer` when `past` is a window of the buffer along the axis
+    (the last call's value of the variable: its prefix, or a later window once a Slice dropped
+    the oldest tokens) and there is room after it: `new` is written after it, nothing else moves.
+    Otherwise a new buffer with half as much room again is made, `past` copied to its start.  The
+    windows never change afterwards (later calls write only beyond them), so the Assign may keep
+    one as it is."""
 
     def __init__(self, op, cache: _Cache):
         super().__init__(op)
@@ -603,20 +611,34 @@ class _Growing(_Rebound):
         def grow(past, new):
             buf = cache.buffer
             length, added = past.shape[axis], new.shape[axis]
-            end = length + added
-            if buf is None or past.base is not buf or past.strides != buf.strides or end > buf.shape[axis] \
-                    or past.__array_interface__["data"][0] != buf.__array_interface__["data"][0] \
+            start = None if buf is None else _window_start(buf, past, axis)
+            if start is None or start + length + added > buf.shape[axis] \
                     or new.shape[:axis] != buf.shape[:axis] or new.shape[axis + 1:] != buf.shape[axis + 1:]:
                 if past.ndim != new.ndim or past.shape[:axis] != new.shape[:axis] or \
                         past.shape[axis + 1:] != new.shape[axis + 1:] or past.dtype != new.dtype:
                     return run(past, new)          # (the layer's own error)
                 shape = list(past.shape)
+                end = length + added
                 shape[axis] = end + max(end // 2, 16)
                 buf = cache.buffer = np.empty(shape, past.dtype)
                 buf[before + (slice(0, length),)] = past
-            buf[before + (slice(length, end),)] = new
-            return buf[before + (slice(0, end),)]
+                start = 0
+            end = start + length + added
+            buf[before + (slice(start + length, end),)] = new
+            return buf[before + (slice(start, end),)]
         return grow
+
+
+def _window_start(buf: np.ndarray, view: np.ndarray, axis: int) -> int | None:
+    """i where `view` is buf[..., i:i + n, ...] along `axis` (whole along every other), else None."""
+    if view.base is not buf or view.strides != buf.strides or view.shape[:axis] != buf.shape[:axis] \
+            or view.shape[axis + 1:] != buf.shape[axis + 1:]:
+        return None
+    offset = view.__array_interface__["data"][0] - buf.__array_interface__["data"][0]
+    step = buf.strides[axis]
+    if step <= 0 or offset < 0 or offset % step:
+        return None
+    return offset // step
 
 
 class _Keeping(_Rebound):

@@ -306,6 +306,42 @@ def test_a_kv_cache_grows_in_place_with_openvinos_values(tmp_path):
     assert m.state["cache"].shape == (1, 2, 3, 4)
 
 
+def _sliding_cache_model(window: int):
+    """A streaming state [1, 2, window, 4]: Concat(ReadValue, new) on axis 2, the last `window`
+    tokens kept by a Slice and assigned back; the query attends to the kept ones."""
+    info = VariableInfo()
+    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([1, 2, window, 4]), ov.Type.f32, "state"
+    var = Variable(info)
+    new = ops.parameter([1, 2, 1, 4], ov.Type.f32, name="new")
+    query = ops.parameter([1, 2, 1, 4], ov.Type.f32, name="query")
+    past = ops.read_value(ops.constant(np.zeros((1, 2, window, 4), np.float32)), var)
+    kept = ops.slice(ops.concat([past, new], 2), np.array([1]), np.array([window + 1]), np.array([1]), np.array([2]))
+    out = ops.matmul(ops.softmax(ops.matmul(query, kept, False, True), -1), kept, False, False)
+    return ov.Model([ops.result(out)], [ops.assign(kept, var)], [new, query])
+
+
+def test_a_sliding_window_state_slides_in_its_buffer_with_openvinos_values(tmp_path):
+    """Concat -> Slice -> Assign: each call's state is a window of one buffer, the new token
+    written after it; a new buffer only once the room after the window is used up."""
+    xml = save(_sliding_cache_model(6), tmp_path)
+    m = irrun.load(xml)
+    kinds = [type(s.op) for s in m._plan.steps]
+    assert _Growing in kinds and _Keeping in kinds
+    cache = m._plan.steps[kinds.index(_Growing)].op.cache
+    compiled = compile_cpu(xml, CPU_F32)
+    request = compiled.create_infer_request()
+    buffers = []
+    for _ in range(30):
+        feeds = {"new": RNG.standard_normal((1, 2, 1, 4)).astype(np.float32),
+                 "query": RNG.standard_normal((1, 2, 1, 4)).astype(np.float32)}
+        expected = request.infer(feeds)[compiled.outputs[0]].copy()
+        assert_close(m.infer(feeds)[0], expected)
+        ov_state = {s.name: s.state.data.copy() for s in request.query_state()}
+        assert_close(m.state["state"], ov_state["state"], rtol=0, atol=0, what="state")
+        buffers.append(cache.buffer)       # (kept: ids of freed arrays come back)
+    assert len({id(b) for b in buffers}) <= 3      # (16 tokens of room: a new buffer every 16 calls)
+
+
 def test_a_failed_call_leaves_the_cache_as_it_was(tmp_path):
     xml = save(_kv_model(), tmp_path)
     m = irrun.load(xml)
