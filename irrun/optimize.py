@@ -18,9 +18,10 @@ says where OpenVINO rounds).  On the steps left, `rewrite` makes:
   array.  (Running the chain inside the convolution's kernel, on each block of output while it
   is in cache, was measured 2-9% slower than whole-tensor passes on this NumPy: not done.)
 * **KV caches grown in place** (see `_kv_caches`): ReadValue -> [Gather(beam_idx)] -> Concat
-  -> Assign keeps the variable in a buffer with room to grow; each step writes the new
-  tokens after the old ones instead of copying the whole cache twice, and a Gather whose
-  beam_idx keeps every row where it is hands its input on.
+  -> [Slice] -> Assign keeps the variable in a buffer with room to grow; each step writes the
+  new tokens after the old ones instead of copying the whole cache twice (a Slice dropping
+  the oldest makes the state a window sliding along the buffer), and a Gather whose beam_idx
+  keeps every row where it is hands its input on.
 
 What a fused step gains is the executor's work per layer and an allocation per chain (most
 intermediates were already computed in place: executor.StepInfo.consumable); on large tensors
