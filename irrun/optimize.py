@@ -575,10 +575,11 @@ def _identity_gather_ok(plan, step) -> bool:
 
 @dataclass
 class _Cache:
-    """A variable's buffer: its value is always `buffer[:length]` along `axis`."""
+    """A variable's buffer: its value is a window of it along `axis` (a prefix while it grows)."""
 
     axis: int
     buffer: np.ndarray | None = None
+    address: int = 0               # where the buffer's data starts
 
 
 class _Rebound:
@@ -612,7 +613,7 @@ class _Growing(_Rebound):
         def grow(past, new):
             buf = cache.buffer
             length, added = past.shape[axis], new.shape[axis]
-            start = None if buf is None else _window_start(buf, past, axis)
+            start = None if buf is None else _window_start(buf, cache.address, past, axis)
             if start is None or start + length + added > buf.shape[axis] \
                     or new.shape[:axis] != buf.shape[:axis] or new.shape[axis + 1:] != buf.shape[axis + 1:]:
                 if past.ndim != new.ndim or past.shape[:axis] != new.shape[:axis] or \
@@ -622,6 +623,7 @@ class _Growing(_Rebound):
                 end = length + added
                 shape[axis] = end + max(end // 2, 16)
                 buf = cache.buffer = np.empty(shape, past.dtype)
+                cache.address = buf.__array_interface__["data"][0]
                 buf[before + (slice(0, length),)] = past
                 start = 0
             end = start + length + added
@@ -630,12 +632,13 @@ class _Growing(_Rebound):
         return grow
 
 
-def _window_start(buf: np.ndarray, view: np.ndarray, axis: int) -> int | None:
-    """i where `view` is buf[..., i:i + n, ...] along `axis` (whole along every other), else None."""
+def _window_start(buf: np.ndarray, address: int, view: np.ndarray, axis: int) -> int | None:
+    """i where `view` is buf[..., i:i + n, ...] along `axis` (whole along every other), else None;
+    `address`: where buf's data starts."""
     if view.base is not buf or view.strides != buf.strides or view.shape[:axis] != buf.shape[:axis] \
             or view.shape[axis + 1:] != buf.shape[axis + 1:]:
         return None
-    offset = view.__array_interface__["data"][0] - buf.__array_interface__["data"][0]
+    offset = view.__array_interface__["data"][0] - address
     step = buf.strides[axis]
     if step <= 0 or offset < 0 or offset % step:
         return None
