@@ -125,9 +125,14 @@ class Variant:
         return found
 
 
+# A GEMM of this many multiply-adds runs on several of OpenBLAS's threads (`Plan.blas_network`)
+BLAS_SPIN_MACS = 1 << 20
 # Layers whose arithmetic decides `Plan.convolution_network`
 CONVOLUTION_TYPES = frozenset({"Convolution", "GroupConvolution", "ConvolutionBackpropData",
                                "GroupConvolutionBackpropData", "DeformableConvolution", "BinaryConvolution"})
+# Layers whose arithmetic runs as BLAS GEMMs
+GEMM_TYPES = CONVOLUTION_TYPES | {"MatMul", "GroupedMatMul", "Einsum", "ScaledDotProductAttention", "RNNCell",
+                                  "GRUCell", "LSTMCell", "RNNSequence", "GRUSequence", "LSTMSequence"}
 
 
 def _known(node: Node) -> bool:
@@ -459,6 +464,11 @@ class Plan:
         return out if isinstance(out, tuple) else (out,)
 
     @cached_property
+    def _layer_macs(self) -> dict[str, int]:
+        from .flops import model_macs
+        return {lid: m for lid, m in model_macs(self.analysis).items() if m}
+
+    @cached_property
     def convolution_network(self) -> bool:
         """Whether convolutions large enough to run in parts on every core do most of the
         arithmetic (of the MACs known at load).  Such a network runs with BLAS held to one thread,
@@ -466,11 +476,22 @@ class Plan:
         OpenBLAS's own threads spin for a while after each GEMM, on the cores those parts want
         (irrun/threads.py).  Other networks keep BLAS's threads: a transformer's GEMMs and a
         MobileNet's 1x1 convolutions take 0.1 ms, which a hand-off to the pool costs as well."""
-        from .flops import model_macs
-        counts = {lid: m for lid, m in model_macs(self.analysis).items() if m}
+        counts = self._layer_macs
         large = sum(m for lid, m in counts.items() if m >= 2 * threads.GEMM_MACS_PER_PART
                     and self.analysis.nodes[lid].layer.op_type in CONVOLUTION_TYPES)
         return large * 2 >= sum(counts.values()) > 0
+
+    @cached_property
+    def blas_network(self) -> bool:
+        """Whether the network keeps BLAS's threads (not a `convolution_network`) and has a layer
+        of BLAS_SPIN_MACS multiply-adds or more, whose GEMM wakes them: they then spin, for up to
+        0.1 s, on the cores the pool's parts want, so its kernels run whole (`threads.parts_off`).
+        The CRNN's convolutions in parts beside them took 15% longer than whole (its grouped
+        3 x 3 layers 1509-1547 against 1253-1297 us), the network 6.37 -> 6.03 ms; a ViT's
+        Gelu over 1.2 Mi elements right after a GEMM took as long in two parts as in one."""
+        return not self.convolution_network and any(
+            m >= BLAS_SPIN_MACS and self.analysis.nodes[lid].layer.op_type in GEMM_TYPES
+            for lid, m in self._layer_macs.items())
 
     # ------------------------------------------------------------ running
     def run(self, feeds: dict[str, np.ndarray], watchers: tuple = (), scope: Scope = TOP) -> list[np.ndarray]:
@@ -480,7 +501,8 @@ class Plan:
         for pid, s in self.parameter_slots.items():
             slots[s] = feeds[pid]
         with np.errstate(all="ignore"), \
-                (threads.single_threaded_blas() if self.convolution_network else nullcontext()):
+                (threads.single_threaded_blas() if self.convolution_network else
+                 threads.parts_off() if self.blas_network else nullcontext()):
             if watchers:
                 variant = self.variant_for(watchers)
                 self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))

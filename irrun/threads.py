@@ -13,7 +13,9 @@ threads of its own; the two must not fight:
   about 0.1 s after each multi-threaded call, on the cores the pool's parts then
   want (a convolution's blocks right after a two-thread GEMM took 1.5x their
   time).  While `pool_owns_cores()`, kernels cut even single GEMMs into parts
-  (`matmul`).
+  (`matmul`);
+* a network whose GEMMs keep BLAS's threads runs with no parts at all
+  (`parts_off()`, see `executor.Plan.blas_network`), for the same reason.
 
 How many threads: `IRRUN_THREADS` if set, else the CPUs this process may run on
 (its affinity mask, which `taskset`, cgroups and container limits narrow).
@@ -153,6 +155,18 @@ def single_threaded_blas():
             if _single_blas_blocks == 0:
                 _single_blas_limit.restore_original_limits()
                 _single_blas_limit = None
+
+
+@contextmanager
+def parts_off():
+    """No parts in this thread for the block: kernels run whole (a network whose GEMMs keep
+    OpenBLAS's threads spinning on the cores the parts would want: executor.Plan.blas_network)."""
+    before = getattr(_in_part, "active", False)
+    _in_part.active = True
+    try:
+        yield
+    finally:
+        _in_part.active = before
 
 
 def pool_owns_cores() -> bool:

@@ -294,6 +294,20 @@ def test_large_tensors_in_parts(name, two_threads, monkeypatch, tmp_path):
         np.testing.assert_array_equal(got[key], alone[key])
 
 
+def test_networks_whose_gemms_keep_blas_threads_run_their_kernels_whole(two_threads, monkeypatch, tmp_path):
+    """A MatMul that wakes OpenBLAS's threads, then a Sigmoid over 1 Mi elements: the Sigmoid runs
+    whole (OpenBLAS's threads spin on the other core after the GEMM); OpenVINO's values."""
+    calls = spy(monkeypatch, threads, "run_parts")
+    x = ops.parameter([2, 64, 64, 128], np.float32, name="x")
+    y = ops.sigmoid(ops.matmul(x, ops.constant(rand(128, 128, seed=1, scale=0.1)), False, False))
+    compare(model_of(y, x), [rand(2, 64, 64, 128)], tmp_path, check_validate=False)
+    model = irrun.load(tmp_path / "model.xml")
+    assert model._plan.blas_network and not model._plan.convolution_network
+    calls.clear()
+    model.infer([rand(2, 64, 64, 128)])
+    assert not calls
+
+
 def test_f16_input_widened_in_parts(two_threads, monkeypatch, tmp_path):
     calls = spy(monkeypatch, threads, "run_parts")
     x = ops.parameter([2, 64, 64, 128], np.float16, name="x")
