@@ -130,9 +130,9 @@ BLAS_SPIN_MACS = 1 << 20
 # Layers whose arithmetic decides `Plan.convolution_network`
 CONVOLUTION_TYPES = frozenset({"Convolution", "GroupConvolution", "ConvolutionBackpropData",
                                "GroupConvolutionBackpropData", "DeformableConvolution", "BinaryConvolution"})
-# Layers whose arithmetic runs as BLAS GEMMs
-GEMM_TYPES = CONVOLUTION_TYPES | {"MatMul", "GroupedMatMul", "Einsum", "ScaledDotProductAttention", "RNNCell",
-                                  "GRUCell", "LSTMCell", "RNNSequence", "GRUSequence", "LSTMSequence"}
+# Layers whose arithmetic runs as GEMMs on BLAS's threads outside a convolution network
+GEMM_TYPES = frozenset({"MatMul", "GroupedMatMul", "Einsum", "ScaledDotProductAttention", "RNNCell", "GRUCell",
+                        "LSTMCell", "RNNSequence", "GRUSequence", "LSTMSequence"})
 
 
 def _known(node: Node) -> bool:
@@ -483,9 +483,11 @@ class Plan:
 
     @cached_property
     def blas_network(self) -> bool:
-        """Whether the network keeps BLAS's threads (not a `convolution_network`) and has a layer
-        of BLAS_SPIN_MACS multiply-adds or more, whose GEMM wakes them: they then spin, for up to
-        0.1 s, on the cores the pool's parts want, so its kernels run whole (`threads.parts_off`).
+        """Whether the network keeps BLAS's threads (not a `convolution_network`) and has a
+        MatMul or recurrent layer (`GEMM_TYPES`) of BLAS_SPIN_MACS multiply-adds or more, whose
+        GEMM wakes them: they then spin on the cores the pool's parts want, so its kernels run
+        whole (`threads.parts_off`).  (Convolutions alone, below a convolution network's size,
+        keep their blocks in parts, BLAS single-threaded inside: they do not wake BLAS.)
         The CRNN's convolutions in parts beside them took 15% longer than whole (its grouped
         3 x 3 layers 1509-1547 against 1253-1297 us), the network 6.37 -> 6.03 ms; a ViT's
         Gelu over 1.2 Mi elements right after a GEMM took as long in two parts as in one."""
