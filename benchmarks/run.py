@@ -255,12 +255,10 @@ def conv_vs_matmul(workdir: Path, repeat: int, threads: int | None = None) -> li
         rows.append((label, f"{groups}x[{m}x{k}x{n}]" if groups > 1 else f"{m}x{k}x{n}", (model, data),
                      (groups, m, k, n, 2 * groups * m * k * n)))
     # Timed once every model is built and OpenVINO's threads (it saved them) have gone quiet: its
-    # worker threads, like OpenBLAS's, spin for a while after work, beside the pool's parts; and
-    # each class after a pause of its own: a class whose model keeps BLAS's threads (too small for
-    # a convolution network: executor.Plan.blas_network) leaves them spinning into the next one's
+    # worker threads, like OpenBLAS's, spin for a while after work, beside the pool's parts.  (A
+    # pause before each class as well made them slower: a vCPU idle for 0.5 s wakes slowly.)
     time.sleep(1.0)
     for i, (label, gemm, (model, data), shape) in enumerate(rows):
-        time.sleep(0.5)
         conv_s = _median_time(lambda: model.infer(data), repeat)
         rows[i] = (label, gemm, shape[-1] / conv_s / 1e9, shape)
     # The GEMMs after every convolution: OpenBLAS's threads, once they have worked, spin beside the
