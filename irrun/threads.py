@@ -255,11 +255,12 @@ def bounds(total: int, parts: int) -> list[tuple[int, int]]:
 
 
 def _run_part(fn, *args):
+    before = getattr(_in_part, "active", False)     # (True already inside `parts_off`)
     _in_part.active = True
     try:
         return fn(*args)
     finally:
-        _in_part.active = False
+        _in_part.active = before
 
 
 def run_parts(fn: Callable[[int, int], object], ranges: Sequence[tuple[int, int]]) -> list:
