@@ -322,7 +322,8 @@ def test_bidirectional_sequences_run_both_ways_at_once(kind, options, tmp_path, 
 def test_lstm_steps_with_default_activations_run_in_one_loop(direction, tmp_path, monkeypatch):
     """An LSTM with the default activations and no clip, every row running every step, runs its
     steps in one loop over buffers made once (`_halved_lstm_steps`): OpenVINO's result, the path
-    taken, and bit for bit the values of the step-by-step kernel."""
+    taken, and bit for bit the values of its step driven one call per step (the states in place,
+    the backward direction's order of steps)."""
     from irrun.ops import sequence
     taken = []
     loop = sequence._halved_lstm_steps
