@@ -10,7 +10,7 @@ from irxml import edge, layer, net, port, write
 from ovutil import assert_close, compare, run_openvino, save
 import irrun
 from irrun.errors import ModelError
-from irrun.ops import convolution
+from irrun.ops import convolution, window
 from irrun.shapes import format_shape
 
 AUTO_PADS = ["explicit", "same_upper", "same_lower", "valid"]
@@ -406,7 +406,7 @@ def compare_strided_case(rank, kind, spatial, pads, tmp_path):
 def test_padding_zeroed_at_the_borders_only(rank, kind, monkeypatch, tmp_path):
     """Large inputs are padded into a buffer zeroed only where the data does not go (forced here
     on small ones): asymmetric pads, strides and dilations, every rank."""
-    monkeypatch.setattr(convolution, "BORDERS_ONLY_ELEMENTS", 0)
+    monkeypatch.setattr(window, "BORDERS_ONLY_ELEMENTS", 0)
     compare_strided_case(rank, kind, [9, 8, 6], ([1, 0, 2], [2, 1, 0]), tmp_path)
 
 
@@ -419,7 +419,7 @@ def test_padding_at_the_borders_only_with_negative_pads(rank, monkeypatch):
                                (0,) * rank, "explicit")
     x, w = rand(2, 4, *(9, 8, 6)[:rank]), rand(1, 6, 4, *(3, 2, 3)[:rank], seed=1)
     zeroed = convolution.conv_forward(x, w, geo)
-    monkeypatch.setattr(convolution, "BORDERS_ONLY_ELEMENTS", 0)
+    monkeypatch.setattr(window, "BORDERS_ONLY_ELEMENTS", 0)
     np.testing.assert_array_equal(convolution.conv_forward(x, w, geo), zeroed)
 
 

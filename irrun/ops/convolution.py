@@ -38,7 +38,8 @@ from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
-from .window import SAME, effective_kernel, resolve_pads, transposed_output_dims, window_output_dims, window_view
+from .window import (SAME, effective_kernel, inside_region, resolve_pads, transposed_output_dims, window_output_dims,
+                     window_view, zero_extended)
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,14 @@ def _to_output(acc: np.ndarray, dtype: np.dtype) -> np.ndarray:
 # Largest im2col / per-tap contribution buffer (elements) built at once; bigger
 # batches are processed in slices so memory stays near the output's own size.
 BUFFER_ELEMENTS = 1 << 25
-# Largest im2col column matrix (elements) built at once: 2 MiB of f32.  Measured over 3..512
-# channels: 1/4 to 4 times this is as fast (within noise) for wide layers, while the columns of a
-# 3-channel first layer, read from cache rather than memory, run the GEMM twice as fast as at 8 MiB;
-# below 1/4 of it the GEMMs lose speed.
-COLUMN_BLOCK_ELEMENTS = 1 << 19
+# Largest im2col column matrix (elements) built at once: 1 MiB of f32, which the GEMM then reads
+# from the core's L2 (2 MiB here) where it was just written.  Over the im2col layers of the
+# benchmark's networks (two threads, min of 2 x 25): 20.3 ms in all against 20.9 at 2 MiB and 21.9
+# at 512 KiB (ResNet-18's strided 64 -> 128 layer 1.00 -> 0.86 ms; 256 -> 256 at 14x14 1.32 ms,
+# 1.59 at 512 KiB).  Grouped layers copy every group's columns before the first group's GEMM reads
+# its own, so theirs are half of it: the CRNN's 4-, 8- and 16-group layers 0.90, 0.42, 0.28 ms at
+# 1 MiB, 0.78, 0.40, 0.29 at 512 KiB (0.82, 0.57, 0.35 at 2 MiB).
+COLUMN_BLOCK_ELEMENTS = 1 << 18
 
 
 # The tap-by-tap path: output columns per block (the block's sum and one tap's product stay in
@@ -119,15 +123,6 @@ TAP_MIN_CHANNELS = 16          # (16 -> 16 gains 2.4x; 4 -> 2 loses 15%)
 TAP_MIN_GROUP_CHANNELS = 32    # grouped: 4 groups of 32 gain 1.5x; 8 groups of 16 lose 25%
 
 
-def balanced_step(total: int, step: int, parts: int) -> int:
-    """A block length of at most `step` that cuts `total` into a multiple of `parts` near-equal
-    blocks, so that no core waits for another's extra block (112 rows in blocks of 31 made
-    62 + 50 rows on two cores; in blocks of 28, 56 + 56)."""
-    blocks = -(-total // max(step, 1))
-    blocks = -(-blocks // parts) * parts
-    return max(1, -(-total // blocks))
-
-
 def _in_batch_slices(fn, x: np.ndarray, per_sample: int) -> np.ndarray:
     step = max(1, BUFFER_ELEMENTS // max(per_sample, 1))
     if step >= x.shape[0]:
@@ -140,14 +135,14 @@ def _depthwise(x, w, geo: Geometry, whole, counts) -> np.ndarray:
     channels."""
     if w.shape[0] * w.shape[1] >= DEPTHWISE_EINSUM_CHANNELS:
         return _depthwise_einsum(_channels_last(x, whole), w, geo, counts)
-    return _depthwise_taps(_zero_extended(x, whole), w, geo, counts)
+    return _depthwise_taps(zero_extended(x, whole), w, geo, counts)
 
 
 def _channels_last(x: np.ndarray, region) -> np.ndarray:
     """x [N, C, S...] as [N, S'..., C], zero-extended to `region` ((lo, hi) per spatial axis, as
-    `_zero_extended`) in the same copy: a padded copy and a transposed one took twice as long
+    `zero_extended`) in the same copy: a padded copy and a transposed one took twice as long
     (MobileNetV3's depthwise layers, 0.7 ms of padding)."""
-    inside, widths, target = _inside(x.shape[2:], region)
+    inside, widths, target = inside_region(x.shape[2:], region)
     shape = (x.shape[0], *(hi - lo for lo, hi in region), x.shape[1])
     out = np.zeros(shape, x.dtype) if any(left or right for left, right in widths) else np.empty(shape, x.dtype)
     out[(slice(None),) + target] = np.moveaxis(x[(slice(None), slice(None)) + tuple(inside)], 1, -1)
@@ -220,46 +215,6 @@ def _pointwise(x, w, geo: Geometry) -> np.ndarray:
     return threads.matmul(w.reshape(groups, og, cg), strided.reshape(x.shape[0], groups, cg, -1))
 
 
-def _inside(spatial, region) -> tuple[list[slice], list[tuple[int, int]], tuple[slice, ...]]:
-    """For a (lo, hi) per spatial axis: the part of each axis that exists, the zeros to add
-    before and after it, and where that part lands in the extended axes."""
-    inside, widths = [], []
-    for (lo, hi), size in zip(region, spatial):
-        a = max(lo, 0)
-        b = max(min(hi, size), a)
-        inside.append(slice(a, b))
-        widths.append((a - lo, hi - b))
-    target = tuple(slice(left, left + s.stop - s.start) for s, (left, _) in zip(inside, widths))
-    return inside, widths, target
-
-
-def _zero_extended(x: np.ndarray, region) -> np.ndarray:
-    """x[:, :, lo:hi, ...] for a (lo, hi) per spatial axis that may reach past x's edges (zeros
-    there, as padding) or stop short of them (negative padding): a view when it needs no zeros."""
-    inside, widths, target = _inside(x.shape[2:], region)
-    block = x[(slice(None), slice(None)) + tuple(inside)]
-    if not any(left or right for left, right in widths):
-        return block
-    # (np.pad spends about 100 us in Python per call, holding the GIL that parts share)
-    shape = x.shape[:2] + tuple(s.stop - s.start + left + right for s, (left, right) in zip(inside, widths))
-    everything = (slice(None), slice(None))
-    if prod(shape) < BORDERS_ONLY_ELEMENTS:
-        out = np.zeros(shape, x.dtype)
-    else:   # zeros where the data does not go only (16 ch at 160x320: 349 -> 250 us, the copy 222)
-        out = np.empty(shape, x.dtype)
-        for axis, (left, right) in enumerate(widths):
-            before = everything + (slice(None),) * axis
-            if left:
-                out[before + (slice(0, left),)] = 0
-            if right:
-                out[before + (slice(shape[2 + axis] - right, None),)] = 0
-    out[everything + target] = block
-    return out
-
-
-BORDERS_ONLY_ELEMENTS = 1 << 18     # below it, np.zeros and one copy make fewer calls
-
-
 def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
     """`whole`: the (lo, hi) range of x each spatial axis covers once padded.
 
@@ -295,7 +250,7 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
             first layers spent 0.3 ms padding before their parts began)."""
             lo = whole[0][0] + first * geo.strides[0]
             region = [(lo, lo + (last - first - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
-            view = window_view(_zero_extended(xs, region), kernel, axes, geo.strides, geo.dilations)
+            view = window_view(zero_extended(xs, region), kernel, axes, geo.strides, geo.dilations)
             return view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
 
         def times_filter(view, first, last, buffer, offset):
@@ -312,7 +267,8 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
             else:
                 np.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
 
-        step = max(1, COLUMN_BLOCK_ELEMENTS // max(row_elements, 1))
+        budget = COLUMN_BLOCK_ELEMENTS if groups == 1 else COLUMN_BLOCK_ELEMENTS // 2
+        step = max(1, budget // max(row_elements, 1))
         # parts for the copies' size or for the GEMMs' (a strided 32 -> 64 layer at 80 x 160 has
         # columns too small to split for their copy, but 59 M multiply-adds: 2.1 -> 1.4 ms)
         parts = threads.parts_for(row_elements * counts[0], most=counts[0])
@@ -332,7 +288,7 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
             else:
                 threads.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
             return out
-        step = balanced_step(counts[0], step, parts)
+        step = threads.balanced_step(counts[0], step, parts)
         blocks = [(a, min(a + step, counts[0])) for a in range(0, counts[0], step)]
 
         def run_blocks(a, b):
@@ -474,7 +430,7 @@ def _row_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
     parts = max(1, min(threads.threads(), n * counts[0], macs // threads.GEMM_MACS_PER_PART)) \
         if threads.pool_owns_cores() else 1
     columns = min(ROW_TAP_BLOCK_COLUMNS, ROW_TAP_BLOCK_ELEMENTS // max(cg * kh, kw * og))
-    rows = balanced_step(counts[0], min(counts[0], max(1, columns // width)), parts if n == 1 else 1)
+    rows = threads.balanced_step(counts[0], min(counts[0], max(1, columns // width)), parts if n == 1 else 1)
     blocks = [(i, first, min(first + rows, counts[0])) for i in range(n) for first in range(0, counts[0], rows)]
     out = np.empty((n, 1, og, *counts), w.dtype)
 
@@ -523,7 +479,7 @@ def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts) -> np.nd
     elif cg == 1 and og <= DEPTHWISE_MAX_MULTIPLIER and (groups > 1 or prod(kernel) <= DEPTHWISE_MAX_TAPS):
         out = _depthwise(x, w, geo, whole, counts)
     elif all(k == 1 for k in kernel):
-        out = _pointwise(_zero_extended(x, whole), w, geo)
+        out = _pointwise(zero_extended(x, whole), w, geo)
     elif _row_taps_pay(w.shape, geo, whole, counts):
         out = _row_taps(x, w, geo, whole, counts)
     elif _taps_pay(w.shape, geo, whole, counts) and not _im2col_in_parts(w.shape, x.shape[0], counts):

@@ -25,8 +25,8 @@ from math import prod
 import numpy as np
 
 from .. import threads
-from .convolution import Geometry, _compute_dtype, _in_batch_slices, _to_output, _zero_extended
-from .window import transposed_axis_output, transposed_pads, window_view
+from .convolution import Geometry, _compute_dtype, _in_batch_slices, _to_output
+from .window import transposed_axis_output, transposed_pads, window_view, zero_extended
 
 
 def phases_pay(kernel, geo: Geometry) -> bool:
@@ -89,7 +89,7 @@ def _phases(x, filters, w_shape, strides, pads_begin, output_spatial) -> np.ndar
     points = [b - a + 1 for a, b in zip(first, last)]
     region = [(a - j + 1, b + 1) for a, b, j in zip(first, last, reach)]
     axes = tuple(range(2, 2 + rank))
-    windows = window_view(_zero_extended(x, region), reach, axes)  # [N, G*Cg, U..., J...]
+    windows = window_view(zero_extended(x, region), reach, axes)  # [N, G*Cg, U..., J...]
     windows = windows.reshape(n, groups, cg, *points, *reach)
     order = (0, 1, 2) + tuple(range(3 + rank, 3 + 2 * rank)) + tuple(range(3, 3 + rank))
     columns = np.ascontiguousarray(windows.transpose(order)).reshape(n, groups, cg * prod(reach), prod(points))

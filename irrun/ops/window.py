@@ -18,6 +18,7 @@ OpenVINO's IR reader refuses `auto_pad="notset"`.  Shape inference calls `window
 """
 from __future__ import annotations
 
+from math import prod
 from typing import Sequence
 
 import numpy as np
@@ -186,3 +187,43 @@ def transposed_output_dims(spatial: Sequence[DimLike], kernel, strides, dilation
         notes[axis] = f"({x} - 1) * {s} + {dil} - {pb} - {pe} + {op}" + \
             ("" if explicit else f" (pads are 0 with auto_pad={auto_pad} and no output_shape input)")
     return dims, notes
+
+
+def inside_region(spatial, region) -> tuple[list[slice], list[tuple[int, int]], tuple[slice, ...]]:
+    """For a (lo, hi) per spatial axis: the part of each axis that exists, the zeros to add
+    before and after it, and where that part lands in the extended axes."""
+    inside, widths = [], []
+    for (lo, hi), size in zip(region, spatial):
+        a = max(lo, 0)
+        b = max(min(hi, size), a)
+        inside.append(slice(a, b))
+        widths.append((a - lo, hi - b))
+    target = tuple(slice(left, left + s.stop - s.start) for s, (left, _) in zip(inside, widths))
+    return inside, widths, target
+
+
+def zero_extended(x: np.ndarray, region) -> np.ndarray:
+    """x[:, :, lo:hi, ...] for a (lo, hi) per spatial axis that may reach past x's edges (zeros
+    there, as padding) or stop short of them (negative padding): a view when it needs no zeros."""
+    inside, widths, target = inside_region(x.shape[2:], region)
+    block = x[(slice(None), slice(None)) + tuple(inside)]
+    if not any(left or right for left, right in widths):
+        return block
+    # (np.pad spends about 100 us in Python per call, holding the GIL that parts share)
+    shape = x.shape[:2] + tuple(s.stop - s.start + left + right for s, (left, right) in zip(inside, widths))
+    everything = (slice(None), slice(None))
+    if prod(shape) < BORDERS_ONLY_ELEMENTS:
+        out = np.zeros(shape, x.dtype)
+    else:   # zeros where the data does not go only (16 ch at 160x320: 349 -> 250 us, the copy 222)
+        out = np.empty(shape, x.dtype)
+        for axis, (left, right) in enumerate(widths):
+            before = everything + (slice(None),) * axis
+            if left:
+                out[before + (slice(0, left),)] = 0
+            if right:
+                out[before + (slice(shape[2 + axis] - right, None),)] = 0
+    out[everything + target] = block
+    return out
+
+
+BORDERS_ONLY_ELEMENTS = 1 << 18     # below it, np.zeros and one copy make fewer calls

@@ -16,9 +16,11 @@ bound at load.  Per call:
 
 Accuracy.  The transforms add and subtract values of different sizes, so the rounding error in
 f32 grows with the tile: against float64 direct convolution, over random data and filters with
-64-512 input channels, F(2,3) stays within 1.5x and F(4,3) within 4x of the direct f32 method's
-own error (tests/test_kernels_parallel.py measures both, and compares with OpenVINO at rtol 1e-4,
-atol 1e-4 x the output's scale).  Only float32 and float64 data take this path.
+64-512 input channels, F(2,3) stays within 1.5x and F(4,3) within about 5x of the direct f32
+method's own largest error (tests/test_kernels_parallel.py measures both).  At unit output scale
+both meet the standard bound against OpenVINO (rtol 1e-4, atol 1e-5), which the tests of the
+default rule check; F(4,3) from 32 channels (IRRUN_WINOGRAD=4) is tested within 1e-4 of the
+output's scale.  Only float32 and float64 data take this path.
 """
 from __future__ import annotations
 
@@ -29,26 +31,34 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import threads
+from .window import zero_extended
 
-# Transform matrices, interpolation points 0, 1, -1 (F(2,3)) and 0, +-1, +-2, inf (F(4,3)),
-# in float64; the filter transform is computed in float64 too.
+# Transform matrices (Toom-Cook), in float64: F(2,3) at the points 0, 1, -1, inf; F(4,3) at 0, 1, -1,
+# 1/2, -2, inf, whose rounding error is smaller than that of the textbook 0, +-1, +-2 (Barabasz et
+# al., "Error analysis and improving the accuracy of Winograd convolution", 2020): against float64,
+# 64 channels at 28x28, RMS 4.7x the direct f32 kernel's error instead of 7.2x, the largest 5.4x
+# instead of 11.7x (the best of 190 pairs of points tried beside 0 and +-1).
 _F23 = (
     np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64),          # B^T
     np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]], np.float64),                  # G
     np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64),                                      # A^T
 )
 _F43 = (
-    np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
-              [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], np.float64),
-    np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
-              [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], np.float64),
-    np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], np.float64),
+    np.array([[1, -3 / 2, -2, 3 / 2, 1, 0], [0, -1, 1 / 2, 5 / 2, 1, 0], [0, 1, -5 / 2, 1 / 2, 1, 0],
+              [0, -2, -1, 2, 1, 0], [0, 1 / 2, -1, -1 / 2, 1, 0], [0, 1, -3 / 2, -2, 3 / 2, 1]], np.float64),
+    np.array([[1, 0, 0], [1 / 3, 1 / 3, 1 / 3], [-1 / 3, 1 / 3, -1 / 3], [-16 / 15, -8 / 15, -4 / 15],
+              [1 / 15, -2 / 15, 4 / 15], [0, 0, 1]], np.float64),
+    np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 1 / 2, -2, 0], [0, 1, 1, 1 / 4, 4, 0], [0, 1, -1, 1 / 8, -8, 1]],
+             np.float64),
 )
 TRANSFORMS = {2: _F23, 4: _F43}
 
-# Largest transformed-input buffer (elements, a^2 x C_in x tiles) built at once; beyond it the
-# tiles are taken a block of tile rows at a time.
-TILE_BUFFER_ELEMENTS = 1 << 22
+# Tile elements (a^2 x channels x tiles) a block of tile rows holds: its tiles, their transform and
+# their products then stay in the core's L2 (2 MiB) from one GEMM to the next.  Unblocked, ResNet's
+# 64 -> 64 layer at 56x56 spent 1.3 ms in a [16, 16] x [16, 50176] product that takes 0.56 ms on
+# data in cache.  A filter larger than this sets the block instead: each block reads the whole
+# transformed filter, which for 256 channels and more outweighs the tiles.
+TILE_BLOCK_ELEMENTS = 1 << 18
 
 
 # Filter elements transformed at once (their float64 temporaries stay under 2 MiB)
@@ -78,20 +88,31 @@ class WinogradFilter:
 
 def winograd_conv(x: np.ndarray, f: WinogradFilter, whole, counts) -> np.ndarray:
     """x [N, C_in, H, W] (any float type, computed in f.dtype); `whole`: the padded (lo, hi) range
-    of each spatial axis; `counts`: output size.  Returns [N, C_out, *counts] in f.dtype."""
-    from .convolution import _zero_extended    # (imported here: convolution imports this module)
+    of each spatial axis; `counts`: output size.  Returns [N, C_out, *counts] in f.dtype.
+
+    Blocks of tile rows (TILE_BLOCK_ELEMENTS) run on every core while irrun's pool owns them, each
+    block's three GEMMs in the thread that copied its tiles; one block alone cuts its GEMMs."""
     m, a = f.m, f.a
     n = x.shape[0]
     tiles_h, tiles_w = -(-counts[0] // m), -(-counts[1] // m)
     out = np.empty((n, f.c_out, counts[0], counts[1]), f.dtype)
-    per_row = a * a * f.c_in * n * tiles_w
-    rows = max(1, min(tiles_h, TILE_BUFFER_ELEMENTS // max(per_row, 1)))
-    for first in range(0, tiles_h, rows):
-        last = min(first + rows, tiles_h)
-        lo_h = whole[0][0] + first * m
-        region = [(lo_h, lo_h + (last - first) * m + 2), (whole[1][0], whole[1][0] + tiles_w * m + 2)]
-        xp = np.ascontiguousarray(_zero_extended(x, region), dtype=f.dtype)
-        _tile_rows(xp, f, last - first, tiles_w, out[:, :, first * m:last * m])
+    per_row = a * a * max(f.c_in, f.c_out) * n * tiles_w
+    rows = max(1, min(tiles_h, max(TILE_BLOCK_ELEMENTS, f.u.size) // per_row))
+    blocks = -(-tiles_h // rows)
+    parts = min(threads.threads(), blocks) if blocks > 1 and threads.pool_owns_cores() else 1
+    if parts > 1:
+        rows = threads.balanced_step(tiles_h, rows, parts)
+    starts = range(0, tiles_h, rows)
+
+    def run_blocks(first_block, last_block):
+        for first in starts[first_block:last_block]:
+            last = min(first + rows, tiles_h)
+            lo_h = whole[0][0] + first * m
+            region = [(lo_h, lo_h + (last - first) * m + 2), (whole[1][0], whole[1][0] + tiles_w * m + 2)]
+            xp = np.ascontiguousarray(zero_extended(x, region), dtype=f.dtype)
+            _tile_rows(xp, f, last - first, tiles_w, out[:, :, first * m:last * m])
+
+    threads.run_parts(run_blocks, threads.bounds(len(starts), parts))
     return out
 
 
@@ -112,35 +133,45 @@ def _tile_rows(xp, f: WinogradFilter, th: int, tw: int, out) -> None:
 
 def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
     """The tile size m for a 3x3 stride-1 convolution of these sizes, None where the direct kernels
-    are used.  `IRRUN_WINOGRAD`: "auto" (the default) F(2,3) when irrun runs on one thread, "2"
-    F(2,3) on any number, "4" F(4,3) (faster, less accurate), "off" never.
+    are used.  `IRRUN_WINOGRAD`: "auto" (the default, below), "2" F(2,3) from 128 channels, "4"
+    F(4,3) from 32 channels (faster, less accurate), "off" never; each over 14x14 outputs or more.
 
-    On two threads F(2,3) does not pay: inside ResNet-18, with the pool owning both cores, its
-    128-channel layers at 28x28 took 2.0-2.15 ms against 1.7-1.9 for the direct kernels, the
-    256-channel ones at 14x14 as long (1.8-1.95 ms), the network 35.4 against 34.6 ms; and its
-    filters cost 16/9 of the originals' memory (ResNet-18: 16 MiB).
-
-    Measured against the direct kernels (one thread, min of 9, one process):
-      channels  map      F(2,3)  F(4,3)
-      16        160x320  0.21x   0.33x
-      32        80x160   0.69x   1.20x
-      64        56x56    0.93x   1.47x
-      128       28x28    1.25x   1.80x
-      256       14x14    1.51x   1.41x
-      512       7x7      1.65x   0.93x
-    F(2,3) pays from 128 channels; below 14x14 outputs it is left out all the same, because its
-    transformed filter is 16/9 the size of the filter it keeps beside it (ResNet-18's 512-channel
-    layers would add 58 MiB for 1.65x on a sixth of the network's time)."""
+    "auto": F(4,3) for 64 channels or more over 28x28 outputs or more, F(2,3) for 128 or more over
+    14x14 or more, each only where its transformed filter fits AUTO_FILTER_BYTES -- on one thread
+    F(2,3) at any size.  Measured in place in ResNet-18 and the benchmark's detector (ms per layer,
+    profiles of 20 runs; on one thread the rule before this one took F(2,3) from 128 channels):
+      layer                  two threads                one thread
+                             direct  F(2,3)  F(4,3)     direct  F(2,3)  F(4,3)
+      64 -> 64 at 56x56      1.45    1.74    1.23       2.20            1.94
+      64 -> 64 at 40x80      1.56    1.67    1.21       2.25            1.79
+      64 -> 64 at 20x40      0.71    0.75    0.63       0.65            0.59
+      64 -> 64 at 10x20      0.30    0.29    0.33
+      128 -> 128 at 28x28    1.51    1.30    1.53               2.03
+      256 -> 256 at 14x14    1.51    1.56    1.72       2.40    2.02
+      32 -> 32 at 80x160     1.93    2.74    1.98
+    On several cores the layers whose transformed filter outgrows a core's L2 (F(4,3) for 128
+    channels: 2.25 MiB, F(2,3) for 256: 4 MiB) are bound by reading it (every block's batched
+    GEMM reads all of it) and lose what the fewer multiplications win; under 64 channels the
+    transforms cost more than the GEMMs save.  The transformed filter is (m + 2)^2 / 9 the size
+    of the filter it replaces (its pages released): ResNet-18 takes 3 MiB more on two threads."""
     choice = os.environ.get("IRRUN_WINOGRAD", "auto").strip().lower()
     positions = prod(counts)
-    if choice in ("off", "0", "no") or positions < WINOGRAD_MIN_POSITIONS \
-            or (choice == "auto" and threads.threads() > 1):
+    if choice in ("off", "0", "no") or positions < WINOGRAD_MIN_POSITIONS:
         return None
     if choice == "4":
         return 4 if min(c_in, c_out) >= F43_MIN_CHANNELS else None
-    return 2 if min(c_in, c_out) >= F23_MIN_CHANNELS else None
+    if choice != "auto":
+        return 2 if min(c_in, c_out) >= F23_MIN_CHANNELS else None
+    for m, fewest_channels, fewest_positions in AUTO_TILES:
+        fits = (m + 2) ** 2 * c_in * c_out * 4 <= AUTO_FILTER_BYTES or (m == 2 and threads.threads() == 1)
+        if min(c_in, c_out) >= fewest_channels and positions >= fewest_positions and fits:
+            return m
+    return None
 
 
 F23_MIN_CHANNELS = 128
 F43_MIN_CHANNELS = 32
 WINOGRAD_MIN_POSITIONS = 14 * 14
+# "auto": (tile, fewest channels, fewest output positions), the larger tile first
+AUTO_TILES = ((4, 64, 28 * 28), (2, F23_MIN_CHANNELS, WINOGRAD_MIN_POSITIONS))
+AUTO_FILTER_BYTES = 1 << 20     # half a core's L2 (f32)
