@@ -78,9 +78,12 @@ class WinogradFilter:
         self.u = np.empty((self.a * self.a, self.c_out, self.c_in), dtype)
         both = np.kron(g, g)
         step = max(1, WINOGRAD_TRANSFORM_ELEMENTS // max(self.c_in * 9, 1))
-        for first in range(0, self.c_out, step):
-            taps = w[first:first + step].reshape(-1, 9).astype(np.float64)
-            self.u[:, first:first + step] = (both @ taps.T).reshape(self.a * self.a, -1, self.c_in)
+        # (BLAS on one thread: its threads would spin for 0.1 s after the load, on the cores the
+        # first inferences' parts want -- ResNet-18's first three took 53, 43 and 34 ms, not 27)
+        with threads.single_threaded_blas():
+            for first in range(0, self.c_out, step):
+                taps = w[first:first + step].reshape(-1, 9).astype(np.float64)
+                self.u[:, first:first + step] = (both @ taps.T).reshape(self.a * self.a, -1, self.c_in)
         self.input_transform = np.kron(bt, bt).astype(dtype)       # [a^2, a^2]
         self.output_transform = np.kron(at, at).astype(dtype)      # [m^2, a^2]
         self.dtype = np.dtype(dtype)
