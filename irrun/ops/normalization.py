@@ -78,21 +78,42 @@ def _per_channel(values: np.ndarray, rank: int) -> np.ndarray:
 
 def _mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: float,
          eps_inside_sqrt: bool) -> np.ndarray:
-    # np.mean's sum and division without its Python-level checks (a third of a small call)
     count = prod(x.shape[a] for a in axes)
-    mean = np.add.reduce(x, axis=axes, keepdims=True)
-    centered = np.subtract(x, np.true_divide(mean, count, out=mean))   # axes=(): all zeros
-    if not normalize_variance:
-        return centered
-    squares = np.multiply(centered, centered)
-    variance = np.add.reduce(squares, axis=axes, keepdims=True)
-    variance /= count
+    if axes == (x.ndim - 1,) and count > 1 and x.dtype in (np.float32, np.float64):
+        # over the last axis (a transformer's layer norm): each mean one product with a column of
+        # 1 / count, by BLAS -- a third faster than NumPy's reductions on rows of 192-384
+        # (ViT's 197 x 192: 47 -> 33 us a norm)
+        column = _averaging_column(count, x.dtype)
+        centered = np.subtract(x, np.matmul(x, column))
+        if not normalize_variance:
+            return centered
+        variance = np.matmul(np.multiply(centered, centered), column)
+    else:
+        # np.mean's sum and division without its Python-level checks (a third of a small call)
+        mean = np.add.reduce(x, axis=axes, keepdims=True)
+        centered = np.subtract(x, np.true_divide(mean, count, out=mean))   # axes=(): all zeros
+        if not normalize_variance:
+            return centered
+        squares = np.multiply(centered, centered)
+        variance = np.add.reduce(squares, axis=axes, keepdims=True)
+        variance /= count
     scale = np.sqrt(variance + eps) if eps_inside_sqrt else np.sqrt(variance) + eps
     centered /= scale
     return centered
 
 
 MVN_COST = 4.0        # work per element relative to an add (irrun.threads)
+
+_averaging_columns: dict[tuple[int, np.dtype], np.ndarray] = {}
+
+
+def _averaging_column(count: int, dtype: np.dtype) -> np.ndarray:
+    """[count, 1] of 1 / count in `dtype` (made once per length and type)."""
+    key = (count, np.dtype(dtype))
+    column = _averaging_columns.get(key)
+    if column is None:
+        column = _averaging_columns[key] = np.full((count, 1), 1 / count, dtype)
+    return column
 
 
 def _mvn_in_parts(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: float,
