@@ -30,6 +30,7 @@ from .. import etypes, threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import DimLike, dim_merge, dims_compatible, format_shape
+from .common import filled_column
 from .reduction import check_axes_input, normalized_axes
 
 
@@ -83,7 +84,7 @@ def _mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: fl
         # over the last axis (a transformer's layer norm): each mean one product with a column of
         # 1 / count, by BLAS -- a third faster than NumPy's reductions on rows of 192-384
         # (ViT's 197 x 192: 47 -> 33 us a norm)
-        column = _averaging_column(count, x.dtype)
+        column = filled_column(count, 1 / count, x.dtype)
         centered = np.subtract(x, np.matmul(x, column))
         if not normalize_variance:
             return centered
@@ -103,17 +104,6 @@ def _mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: fl
 
 
 MVN_COST = 4.0        # work per element relative to an add (irrun.threads)
-
-_averaging_columns: dict[tuple[int, np.dtype], np.ndarray] = {}
-
-
-def _averaging_column(count: int, dtype: np.dtype) -> np.ndarray:
-    """[count, 1] of 1 / count in `dtype` (made once per length and type)."""
-    key = (count, np.dtype(dtype))
-    column = _averaging_columns.get(key)
-    if column is None:
-        column = _averaging_columns[key] = np.full((count, 1), 1 / count, dtype)
-    return column
 
 
 def _mvn_in_parts(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: float,
