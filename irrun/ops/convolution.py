@@ -263,7 +263,11 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
             np.copyto(columns, block)
             target = out[:, :, :, first:last].reshape(n, groups, og, -1)
             if positions_major:
-                np.matmul(filters, columns.reshape(n, groups, -1, rows).swapaxes(-1, -2), out=target)
+                # columns @ filters^T, then transposed into place: OpenBLAS runs [484, 512] x [512, 64]
+                # 25% faster than [64, 512] x [512, 484] with the columns transposed (the audio
+                # net's 512-tap layer 1.99-2.09 -> 1.86 ms alone, the net 4.05 -> 3.96 ms)
+                np.copyto(target, np.matmul(columns.reshape(n, groups, -1, rows),
+                                            filters.swapaxes(-1, -2)).swapaxes(-1, -2))
             else:
                 np.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
 
