@@ -194,9 +194,9 @@ def bench_network(name: str, workdir: Path, args) -> dict:
 CONV_SHAPES = [
     ("thin first layer (ResNet stem)", 1, 3, 64, (224, 224), (7, 7), 2, 3, 1, False),
     ("thin first layer (detector)", 1, 3, 16, (320, 640), (3, 3), 2, 1, 1, False),
-    ("3x3, 64 ch", 1, 64, 64, (56, 56), (3, 3), 1, 1, 1, False),
-    ("3x3, 128 ch (Winograd on 1 thread)", 1, 128, 128, (28, 28), (3, 3), 1, 1, 1, False),
-    ("3x3, 256 ch (Winograd on 1 thread)", 1, 256, 256, (14, 14), (3, 3), 1, 1, 1, False),
+    ("3x3, 64 ch (Winograd F(4,3))", 1, 64, 64, (56, 56), (3, 3), 1, 1, 1, False),
+    ("3x3, 128 ch (Winograd F(2,3))", 1, 128, 128, (28, 28), (3, 3), 1, 1, 1, False),
+    ("3x3, 256 ch (Winograd F(2,3) on 1 thread)", 1, 256, 256, (14, 14), (3, 3), 1, 1, 1, False),
     ("3x3, 512 ch", 1, 512, 512, (7, 7), (3, 3), 1, 1, 1, False),
     ("3x3, 16 ch (detector)", 1, 16, 16, (160, 320), (3, 3), 1, 1, 1, False),
     ("1x1", 1, 64, 256, (56, 56), (1, 1), 1, 0, 1, False),
