@@ -100,7 +100,7 @@ def winograd_conv(x: np.ndarray, f: WinogradFilter, whole, counts) -> np.ndarray
     tiles_h, tiles_w = -(-counts[0] // m), -(-counts[1] // m)
     out = np.empty((n, f.c_out, counts[0], counts[1]), f.dtype)
     per_row = a * a * max(f.c_in, f.c_out) * n * tiles_w
-    rows = max(1, min(tiles_h, max(TILE_BLOCK_ELEMENTS, f.u.size) // per_row))
+    rows = max(1, min(tiles_h, max(TILE_BLOCK_ELEMENTS, f.u.size) // max(per_row, 1)))
     blocks = -(-tiles_h // rows)
     parts = min(threads.threads(), blocks) if blocks > 1 and threads.pool_owns_cores() else 1
     if parts > 1:
