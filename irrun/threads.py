@@ -161,12 +161,17 @@ def single_threaded_blas():
 def parts_off():
     """No parts in this thread for the block: kernels run whole (a network whose GEMMs keep
     OpenBLAS's threads spinning on the cores the parts would want: executor.Plan.blas_network)."""
-    before = getattr(_in_part, "active", False)
+    before = in_part()
     _in_part.active = True
     try:
         yield
     finally:
         _in_part.active = before
+
+
+def in_part() -> bool:
+    """Whether this thread runs a part now (or is inside `parts_off`): work it splits runs whole."""
+    return getattr(_in_part, "active", False)
 
 
 def pool_owns_cores() -> bool:
@@ -186,7 +191,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     along its batch (when both operands have that leading axis), else along the longer of its
     rows and columns, one BLAS call per part (whole inside a part).  Each output element is the
     same dot product."""
-    if a.ndim < 2 or b.ndim < 2 or not pool_owns_cores() or getattr(_in_part, "active", False):
+    if a.ndim < 2 or b.ndim < 2 or not pool_owns_cores() or in_part():
         return np.matmul(a, b, out=out)
     rows, inner, columns = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -240,7 +245,7 @@ def _submit(fn, calls: Sequence[tuple]) -> list:
 
 def parts_for(elements: int, most: int | None = None) -> int:
     """How many parts `elements` of work are worth: one per thread, none under MIN_PART_ELEMENTS."""
-    if getattr(_in_part, "active", False):
+    if in_part():
         return 1
     n = min(threads(), elements // MIN_PART_ELEMENTS)
     if most is not None:
@@ -265,7 +270,7 @@ def balanced_step(total: int, step: int, parts: int) -> int:
 
 
 def _run_part(fn, *args):
-    before = getattr(_in_part, "active", False)     # (True already inside `parts_off`)
+    before = in_part()     # (True already inside `parts_off`)
     _in_part.active = True
     try:
         return fn(*args)

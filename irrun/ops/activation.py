@@ -18,7 +18,7 @@ from ..errors import ShapeError
 from ..etypes import from_dtype
 from ..registry import Op, register
 from ..shapes import format_shape, normalize_axis
-from .common import convert_array, filled_column, scalar_extremum, typed_constant
+from .common import convert_array, last_axis_sums, scalar_extremum, typed_constant
 
 
 def float_math(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -310,7 +310,7 @@ def _softmax_into(x, out, axis: int | None):
         np.subtract(x, x.max(axis=axis, keepdims=True), out=out)   # max subtracted: exp cannot overflow
         np.exp(out, out=out)
     if axis == x.ndim - 1 and out.dtype in (np.float32, np.float64):
-        out /= np.matmul(out, filled_column(x.shape[-1], 1.0, out.dtype))
+        out /= last_axis_sums(out)
     else:
         out /= out.sum(axis=axis, keepdims=True)
     return out

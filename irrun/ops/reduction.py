@@ -33,7 +33,7 @@ from ..errors import ShapeError
 from ..etypes import ElementType
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, format_shape, normalize_axis
-from .common import convert_array, filled_column
+from .common import convert_array, last_axis_sums
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -154,8 +154,7 @@ class SumLike(Reduction):
                 count *= x.shape[a]
             kept = [1 if i in reduced else d for i, d in enumerate(x.shape)]
             if trailing and count > 1:
-                terms = term(x).reshape(-1, count)
-                total = np.matmul(terms, filled_column(count, 1.0, terms.dtype)).reshape(kept)
+                total = last_axis_sums(term(x).reshape(-1, count)).reshape(kept)
             else:
                 total = np.sum(term(x), axis=reduced, keepdims=True, dtype=dtype)
             out = finish(total, count).astype(dtype, copy=False)

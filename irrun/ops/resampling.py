@@ -452,7 +452,8 @@ class _InterpolateWithInputs(_Interpolate):
         return [TensorType(shape, data.etype, notes=notes or None)]
 
     def resizing(self, shape: tuple[int, ...], inputs: tuple) -> tuple[list[int], list[int], list[float]]:
-        """(axes, sizes, scales) for data of `shape` and the values of the other inputs."""
+        """(axes, sizes, scales) for data of `shape`; `inputs`: every input's value by port (the
+        data's own is not read)."""
         has_axes = len(inputs) > self.axes_port
         axes = [int(a) for a in inputs[self.axes_port]] if has_axes else list(range(len(shape)))
         raw = np.asarray(inputs[self.target_port()]).reshape(-1)
