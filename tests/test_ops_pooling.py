@@ -21,10 +21,11 @@ import pytest
 from lxml import etree
 
 from ovutil import (
-    compare, edited_ir, evaluate_reference, irrun_infer, irrun_infer_all, irrun_outputs, layer_of, openvino_refuses,
-    ov_shape_text, run_openvino, save, tensor_type
+    assert_close, compare, edited_ir, evaluate_reference, irrun_infer, irrun_infer_all, irrun_outputs, layer_of,
+    openvino_refuses, ov_shape_text, run_openvino, save, tensor_type
 )
 import irrun
+from irrun import threads as irrun_threads
 from irrun.errors import ShapeError
 from irrun.shapes import format_shape
 
@@ -228,6 +229,29 @@ def test_maxpool_modes(geometry, version, rounding, index_type, axis, auto_pad, 
     make = max_pool(version, strides, pads_begin, pads_end, kernel, rounding, auto_pad,
                     dilations if version > 1 else None, index_type, axis)
     compare(pool_model(make, shape), [sample(shape)], tmp_path)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_maxpool_values_in_channel_blocks(dtype, threads, tmp_path):
+    """Values alone (the indices unread) of a pool large enough for irrun's channel blocks (one
+    thread) or parts (two): NaN, -inf and windows reaching into the padding on both sides, a
+    dilated 3x3 in ceil mode."""
+    shape = [1, 6, 200, 240]       # 48 K elements a channel: blocks of 5 channels
+    x = sample(shape, dtype)
+    x[0, 2, ::7, ::5] = np.nan
+    x[0, 4, 10:30, 40:60] = -np.inf
+    x[0, 5, :4] = np.nan
+    p = ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape(shape))
+    pool = ops8.max_pool(p, [2, 2], [2, 1], [1, 2], [1, 1], [3, 3], "ceil", "explicit")
+    xml = save(ov.Model([pool.output(0)], [p]), tmp_path)
+    expected = run_openvino(xml, [x])[0]
+    before = irrun_threads.threads()
+    try:
+        got = irrun.load(xml, threads=threads).infer([x])
+    finally:
+        irrun_threads.set_threads(before)
+    assert_close(next(iter(got.values())), expected, what="values")
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.int32, np.uint8, np.int8, np.int64])
