@@ -309,7 +309,7 @@ class MaxPool(_SlidingPool):
         return _narrow(out, x.dtype)
 
     def separable_max(self, x: np.ndarray, pads_begin, dims, lowest, out: np.ndarray) -> None:
-        """The windows' maxima one spatial axis at a time, into `out` (a box's maximum is the
+        """The windows' maxima one spatial axis at a time, then into `out` (a box's maximum is the
         maximum over one axis of the maxima over the others): k1 + k2 passes for a k1 x k2 window
         instead of k1 * k2 (a 2x2 pool 2.4x, 3x3 1.7x faster).  The first axis first: its taps are
         whole rows, which NumPy's loops take contiguous, and the strided taps of the last axis then
@@ -331,8 +331,10 @@ class MaxPool(_SlidingPool):
                     views.append((first, last, data[before + (slice(start, start + (last - first - 1) * s + 1, s),)]))
             covering = [v for v in views if v[:2] == (0, o)]
             partial = [v for v in views if v[:2] != (0, o)]
-            target = out if axis == rank - 1 else \
-                np.empty(data.shape[:2 + axis] + (o,) + data.shape[3 + axis:], data.dtype)
+            if len(covering) == len(views) == 1:      # a window of one: the data as it is
+                data = covering[0][2]
+                continue
+            target = np.empty(data.shape[:2 + axis] + (o,) + data.shape[3 + axis:], data.dtype)
             if len(covering) >= 2:
                 np.fmax(covering[0][2], covering[1][2], out=target)
                 covering = covering[2:]
@@ -344,7 +346,7 @@ class MaxPool(_SlidingPool):
                 reached = target[before + (slice(first, last),)]
                 np.fmax(reached, view, out=reached)
             data = target
-        np.fmax(out, lowest, out=out)
+        np.fmax(data, lowest, out=out)
 
     def pool(self, x: np.ndarray, with_indices: bool):
         dtype = _compute_dtype(x.dtype)
