@@ -39,6 +39,7 @@ _POOL_RANKS = (3, 4, 5)
 # MaxPool's values on one thread: channels in blocks of this many input elements (the block, its
 # rows' maxima and its output then stay in a core's L2: ResNet's 3x3 / 2 pool 722 -> 680 us)
 POOL_BLOCK_ELEMENTS = 1 << 18
+SEPARABLE_POOL_COST = 2.0     # (see _SlidingPool.parts_cost)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -110,10 +111,49 @@ def _along(values: np.ndarray, axis: int, ndim: int) -> np.ndarray:
     return values.reshape(shape)
 
 
-def by_channels(fn, x: np.ndarray, taps: int) -> np.ndarray:
+def _separable(x: np.ndarray, combine, fill, kernel, strides, dilations, pads_begin, dims) -> np.ndarray:
+    """`combine` (np.fmax, np.add) over each window's taps, one spatial axis at a time (a box's
+    maximum or sum is that over one axis of those over the others): k1 + k2 passes for a k1 x k2
+    window instead of k1 * k2.  The first axis first: its taps are whole rows, which NumPy's loops
+    take contiguous, and the strided taps of the last axis then read the rows already reduced.
+    No padded copy: a tap is taken over the outputs whose window finds it inside the data (the
+    padding's `fill` changes nothing), the first two taps that every output sees starting the
+    result; an output whose window finds no data holds `fill`.  Returns x itself or a view of it
+    where every window is one tap."""
+    data = x
+    for axis, (k, s, d, o, pb) in enumerate(zip(kernel, strides, dilations, dims, pads_begin)):
+        size, before = data.shape[2 + axis], (slice(None),) * (2 + axis)
+        views = []                  # (first, last output, what tap t reads for them)
+        for t in range(k):
+            shift = t * d - pb      # the input index of output 0's tap t
+            first, last = max(0, -(shift // s)), min(o, (size - 1 - shift) // s + 1)
+            if last > first:
+                start = first * s + shift
+                views.append((first, last, data[before + (slice(start, start + (last - first - 1) * s + 1, s),)]))
+        covering = [v for v in views if v[:2] == (0, o)]
+        partial = [v for v in views if v[:2] != (0, o)]
+        if len(covering) == len(views) == 1:      # a window of one: the data as it is
+            data = covering[0][2]
+            continue
+        target = np.empty(data.shape[:2 + axis] + (o,) + data.shape[3 + axis:], data.dtype)
+        if len(covering) >= 2:
+            combine(covering[0][2], covering[1][2], out=target)
+            covering = covering[2:]
+        elif covering:
+            np.copyto(target, covering.pop()[2])
+        else:
+            target.fill(fill)
+        for first, last, view in covering + partial:
+            reached = target[before + (slice(first, last),)]
+            combine(reached, view, out=reached)
+        data = target
+    return data
+
+
+def by_channels(fn, x: np.ndarray, cost: float) -> np.ndarray:
     """fn(x) for [N, C, ...] data whose channels pool independently: in parts along C on every
-    core when large (`taps` passes over the data)."""
-    parts = threads.parts_for(x.size * taps, most=x.shape[1]) if x.ndim > 1 else 1
+    core when large (`cost`: work per element relative to an add, irrun/threads.py)."""
+    parts = threads.parts_for(int(x.size * cost), most=x.shape[1]) if x.ndim > 1 else 1
     if parts == 1:
         return fn(x)
     pieces = threads.run_parts(lambda a, b: fn(x[:, a:b]), threads.bounds(x.shape[1], parts))
@@ -202,6 +242,14 @@ class _SlidingPool(Op):
             yield padded[everything + tuple(slice(t * d, t * d + max((o - 1) * s + 1, 0), s) for t, d, o, s in
                                             zip(tap, self.dilations, out, self.attrs.strides))]
 
+    def parts_cost(self) -> float:
+        """Work per input element, relative to an add, for cutting a pool into parts (irrun/threads.py).
+        Windows of at most 2 per axis are two strided passes at memory speed, which lost in parts at
+        every size measured (MaxPool 2x2 over 1.6 Mi elements: 780 -> 856 us; AvgPool 2x2 / 2 over
+        784 Ki: 411 -> 527); larger ones pay from about 512 Ki elements (MaxPool 3x3 / 2 over 784 Ki:
+        651 -> 578 us; AvgPool 3x3 / 1 over 196 Ki: 589 -> 600, so not there)."""
+        return SEPARABLE_POOL_COST if max(self.kernel, default=1) > 2 else 0.0
+
     def real_taps(self, spatial, pads_begin, out) -> np.ndarray:
         """Per output position, how many window taps land on real (not padding) elements."""
         n = len(spatial)
@@ -240,14 +288,15 @@ class AvgPool(_SlidingPool):
                                  f"the window")
 
     def run(self, x):
-        return by_channels(self.average, x, prod(self.kernel))
+        return by_channels(self.average, x, self.parts_cost())
 
     def average(self, x):
         spatial = x.shape[2:]
         pads_begin, pads_end, out = self.geometry(spatial)
-        total = np.zeros(x.shape[:2] + tuple(out), _sum_dtype(x.dtype))
-        for view in self.taps(self.padded(x, 0, pads_begin, out, total.dtype), out):
-            total += view
+        data = x.astype(_sum_dtype(x.dtype), copy=False)
+        total = _separable(data, np.add, 0, self.kernel, self.attrs.strides, self.dilations, pads_begin, out)
+        if np.may_share_memory(total, x):      # (windows of one tap: `_mean_as` divides in place)
+            total = total.copy()
         if not self.attrs.exclude_pad and (any(pads_begin) or any(pads_end)):
             count = prod(self.kernel)
         else:
@@ -294,12 +343,11 @@ class MaxPool(_SlidingPool):
         lowest = _lowest(dtype)
 
         def channels(a, b):
-            self.separable_max(x[:, a:b].astype(dtype, copy=False), pads_begin, dims, lowest, out[:, a:b])
-        # Windows of at most 2 per axis are two strided passes at memory speed, which lost in parts
-        # at every size measured (2x2 over 1.6 Mi elements: 780 -> 856 us; 0.5 -> 1 Mi: 261 ->
-        # 416 us); a 3x3 window over 784 Ki gained (1117 -> 903 us)
-        taps = prod(self.kernel) if max(self.kernel, default=1) > 2 else 0
-        parts = threads.parts_for(x.size * taps, most=x.shape[1])
+            # fmax: a NaN tap leaves the maximum as it was; all-NaN windows end as `lowest`, as padding
+            maxima = _separable(x[:, a:b].astype(dtype, copy=False), np.fmax, lowest, self.kernel,
+                                self.attrs.strides, self.dilations, pads_begin, dims)
+            np.fmax(maxima, lowest, out=out[:, a:b])
+        parts = threads.parts_for(int(x.size * self.parts_cost()), most=x.shape[1])
         if parts > 1:
             threads.run_parts(channels, threads.bounds(x.shape[1], parts))
         elif out.size:
@@ -307,46 +355,6 @@ class MaxPool(_SlidingPool):
             for first in range(0, x.shape[1], step):
                 channels(first, min(first + step, x.shape[1]))
         return _narrow(out, x.dtype)
-
-    def separable_max(self, x: np.ndarray, pads_begin, dims, lowest, out: np.ndarray) -> None:
-        """The windows' maxima one spatial axis at a time, then into `out` (a box's maximum is the
-        maximum over one axis of the maxima over the others): k1 + k2 passes for a k1 x k2 window
-        instead of k1 * k2 (a 2x2 pool 2.4x, 3x3 1.7x faster).  The first axis first: its taps are
-        whole rows, which NumPy's loops take contiguous, and the strided taps of the last axis then
-        read the rows already reduced.  No padded copy: a tap is taken over the outputs whose
-        window it finds inside the data (padding, `lowest`, never wins), the first two taps that
-        every output sees starting the maximum (ResNet's 3x3 / 2 pool: 1007 -> 658 us).
-        fmax: a NaN tap leaves the maximum as it was; all-NaN windows end as `lowest`, as padding."""
-        data = x
-        rank = len(self.kernel)
-        for axis in range(rank):
-            k, s, d, o = self.kernel[axis], self.attrs.strides[axis], self.dilations[axis], dims[axis]
-            size, before = data.shape[2 + axis], (slice(None),) * (2 + axis)
-            views = []                  # (first, last output, what tap t reads for them)
-            for t in range(k):
-                shift = t * d - pads_begin[axis]           # input index of output 0's tap t
-                first, last = max(0, -(shift // s)), min(o, (size - 1 - shift) // s + 1)
-                if last > first:
-                    start = first * s + shift
-                    views.append((first, last, data[before + (slice(start, start + (last - first - 1) * s + 1, s),)]))
-            covering = [v for v in views if v[:2] == (0, o)]
-            partial = [v for v in views if v[:2] != (0, o)]
-            if len(covering) == len(views) == 1:      # a window of one: the data as it is
-                data = covering[0][2]
-                continue
-            target = np.empty(data.shape[:2 + axis] + (o,) + data.shape[3 + axis:], data.dtype)
-            if len(covering) >= 2:
-                np.fmax(covering[0][2], covering[1][2], out=target)
-                covering = covering[2:]
-            elif covering:
-                np.copyto(target, covering.pop()[2])
-            else:
-                target.fill(lowest)
-            for first, last, view in covering + partial:
-                reached = target[before + (slice(first, last),)]
-                np.fmax(reached, view, out=reached)
-            data = target
-        np.fmax(data, lowest, out=out)
 
     def pool(self, x: np.ndarray, with_indices: bool):
         if not with_indices:
