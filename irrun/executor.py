@@ -341,6 +341,17 @@ class Plan:
         return self.variant(frozenset(wanted)) if not hidden.isdisjoint(wanted) else self.main
 
     @cached_property
+    def constant_roots(self) -> frozenset[int]:
+        """The ids of the arrays that own the constants' memory (an array the plan keeps: one a
+        call returns a view of is the plan's, not the caller's)."""
+        roots = set()
+        for value in self.constants.values():
+            while isinstance(value, np.ndarray) and isinstance(value.base, np.ndarray):
+                value = value.base
+            roots.add(id(value))
+        return frozenset(roots)
+
+    @cached_property
     def _every_layer(self) -> frozenset:
         return frozenset(step.node.id for step in self.layer_steps)
 

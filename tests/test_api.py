@@ -157,6 +157,50 @@ def test_outputs_never_alias_inputs_or_weights(tmp_path):
     assert x[0] == 1 and m.infer(x)["w"][0] == 5
 
 
+def test_outputs_alias_neither_one_another_nor_what_the_model_keeps(tmp_path):
+    """A convolution and a Reshape of it (views of the convolution's own array: the first handed
+    on without a copy, the second then copied), a Reshape of a constant and a stateful cache's
+    contents: every array returned is the caller's, and none shares memory with another."""
+    import openvino as ov
+    import openvino.opset6 as ops6
+    import openvino.opset13 as ops
+    from openvino.op.util import Variable, VariableInfo
+    rng = np.random.default_rng(4)
+    x = ops.parameter([1, 8, 6, 6], np.float32, name="x")
+    conv = ops.convolution(x, ops.constant(rng.standard_normal((4, 8, 3, 3)).astype(np.float32)), [1, 1],
+                           [1, 1], [1, 1], [1, 1])
+    flat = ops.reshape(conv, ops.constant(np.array([1, -1], np.int64)), False)
+    table = ops.reshape(ops.constant(np.arange(6, dtype=np.float32)), ops.constant(np.array([2, 3], np.int64)),
+                        False)
+    info = VariableInfo()
+    info.data_shape, info.data_type, info.variable_id = ov.PartialShape([1, -1]), ov.Type.f32, "cache"
+    variable = Variable(info)
+    past = ops6.read_value(ops.constant(np.zeros((1, 0), np.float32)), variable)
+    grown = ops.concat([past, ops.reshape(ops.reduce_sum(x, ops.constant(np.array([1, 2, 3], np.int64))),
+                                          ops.constant(np.array([1, 1], np.int64)), False)], 1)
+    assign = ops6.assign(grown, variable)
+    model = ov.Model([ops.result(n) for n in (conv, flat, table, grown)], [assign], [x])
+    xml = tmp_path / "m.xml"
+    ov.save_model(model, str(xml))
+    m = irrun.load(xml)
+    data = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+    first = m.infer(data)
+    arrays = [first[i] for i in range(4)]
+    for i, a in enumerate(arrays):
+        assert not np.shares_memory(a, data)
+        for b in arrays[i + 1:]:
+            assert not np.shares_memory(a, b)
+    assert arrays[0].base is not None           # the convolution's output, not copied
+    expected = [a.copy() for a in arrays]
+    for a in arrays:
+        a[...] = 7
+    second = m.infer(data)
+    for i in range(3):
+        np.testing.assert_array_equal(second[i], expected[i])
+    np.testing.assert_array_equal(second[3][:, :1], expected[3])     # the cache kept its first value
+    np.testing.assert_array_equal(arrays[0], 7)                     # and the call did not reuse the caller's
+
+
 # ---------------------------------------------------------------- results by position
 
 def two_output_model(tmp_path):
