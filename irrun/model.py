@@ -385,11 +385,15 @@ class Model:
         # (arrays the call hands out must alias nothing the model keeps, nor one another)
         kept = list(feeds.values()) + list(context.state.values())
         roots = self._plan.constant_roots
+        positions = []
         for info, value in zip(self.outputs, values):
             value = _own(self._execution.output(value, info.element_type), kept, roots)
-            out[info.name] = value
+            out.setdefault(info.name, value)
+            positions.append(value)
             kept.append(value)
         out.outputs = len(out)
+        if len(positions) != len(out):
+            out.positions, out.position_names = positions, [info.name for info in self.outputs]
         if added is not None:       # in the order they were asked for, as OpenVINO appends them
             for key in self._added.values():
                 if key in added.values and key not in out:

@@ -24,7 +24,8 @@ class Backend:
 
     def __init__(self, irrun_model, added: list[AddedOutput]):
         self.model = irrun_model
-        self.keys = [info.name for info in irrun_model.outputs] + [a.key for a in added]
+        self.outputs = len(irrun_model.outputs)
+        self.keys = [a.key for a in added]
 
     def run(self, arrays: list[np.ndarray], profiling: bool) -> tuple[list[np.ndarray], list]:
         with as_runtime_errors():
@@ -35,7 +36,8 @@ class Backend:
                 steps = timings.steps
             else:
                 result, steps = self.model.infer(arrays), []
-        return [result[key] for key in self.keys], steps
+        # (by position: two outputs of one tensor share a name)
+        return [result[i] for i in range(self.outputs)] + [result[key] for key in self.keys], steps
 
     def variables(self) -> list[str]:
         return list(self.model.state)

@@ -307,7 +307,8 @@ class Model:
         """Run the model once on `input_tensors`, writing `output_tensors` (resized as needed)."""
         with as_runtime_errors():
             result = self._irrun.infer([t.data if isinstance(t, Tensor) else np.asarray(t) for t in input_tensors])
-        for target, value in zip(output_tensors, result.values()):
+        values = [result[i] for i in range(len(self._irrun.outputs))]     # (by position: see Results)
+        for target, value in zip(output_tensors, values):
             target.shape = value.shape
             target.data[...] = value
         return True
