@@ -519,6 +519,14 @@ def script_types(ov):
     }
 
 
+def script_outputs_by_position(ov, xml):
+    """Every output of a compiled model by position (two of them Results of one tensor)."""
+    compiled = ov.Core().compile_model(str(xml), "CPU", CONFIG)
+    result = compiled([np.array([[1, -2, 3], [-4, 5, -6]], np.float32)])
+    return {"count": len(compiled.outputs), "names": [o.get_any_name() for o in compiled.outputs],
+            "outputs": [np.asarray(result[i]) for i in range(len(compiled.outputs))]}
+
+
 # ------------------------------------------------------------------ the tests
 def test_image_classification(module):
     run_both(module, script_classify, MODELS / "resnet.f32.xml")
@@ -526,6 +534,17 @@ def test_image_classification(module):
 
 def test_image_classification_f16_weights(module):
     run_both(module, script_classify, MODELS / "mobilenetv3.f16.xml")
+
+
+def test_two_results_of_one_tensor(module, tmp_path_factory):
+    import openvino as ov
+    import openvino.opset13 as ops
+    xml = tmp_path_factory.mktemp("twice") / "twice.xml"
+    x = ops.parameter([2, 3], np.float32, name="x")
+    relu = ops.relu(x)
+    ov.save_model(ov.Model([ops.result(relu), ops.result(relu), ops.result(ops.negative(x))], [x]), str(xml))
+    got = run_both(module, script_outputs_by_position, xml)
+    assert got["count"] == 3
 
 
 def test_infer_request_with_tensors(module):
