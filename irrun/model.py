@@ -392,8 +392,7 @@ class Model:
             positions.append(value)
             kept.append(value)
         out.outputs = len(out)
-        if len(positions) != len(out):
-            out.positions, out.position_names = positions, [info.name for info in self.outputs]
+        out.positions = positions
         if added is not None:       # in the order they were asked for, as OpenVINO appends them
             for key in self._added.values():
                 if key in added.values and key not in out:

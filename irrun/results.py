@@ -21,22 +21,18 @@ class Results(dict):
 
     #: how many of the entries are the model's outputs (None: all)
     outputs: int | None = None
-    #: the outputs by position, with their names, where that is not the entries' order: two
-    #: outputs of one name (two Results of one tensor) are one entry, the first, as in OpenVINO
+    #: the outputs by position (None: the first `outputs` entries): two outputs of one name (two
+    #: Results of one tensor) are one entry, the first, as in OpenVINO, but two positions
     positions: list | None = None
-    position_names: list | None = None
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            if self.positions is not None:
-                values, names = self.positions, self.position_names or []
-            else:
-                values, names = list(self.values())[:self.outputs], list(self)[:self.outputs]
+            values = self.positions if self.positions is not None else list(self.values())[:self.outputs]
             try:
                 return values[key]
             except IndexError:
                 raise IndexError(f"output index {key} is out of range: the model has {len(values)} "
-                                 f"output{'s' if len(values) != 1 else ''} ({', '.join(names)})") from None
+                                 f"output{'s' if len(values) != 1 else ''} ({', '.join(list(self)[:self.outputs])})") from None
         return super().__getitem__(key)
 
     def get(self, key: Any, default: Any = None) -> Any:

@@ -33,7 +33,7 @@ from .. import threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, format_shape, is_static_dim, normalize_axis
-from .window import SAME, axis_output, effective_kernel, resolve_pads, same_pads, window_output_dims
+from .window import SAME, axis_output, effective_kernel, resolve_pads, same_pads, tap_outputs, window_output_dims
 
 _POOL_RANKS = (3, 4, 5)
 # MaxPool's values on one thread: channels in blocks of this many input elements (the block, its
@@ -126,7 +126,7 @@ def _separable(x: np.ndarray, combine, fill, kernel, strides, dilations, pads_be
         views = []                  # (first, last output, what tap t reads for them)
         for t in range(k):
             shift = t * d - pb      # the input index of output 0's tap t
-            first, last = max(0, -(shift // s)), min(o, (size - 1 - shift) // s + 1)
+            first, last = tap_outputs(size, o, s, shift)
             if last > first:
                 start = first * s + shift
                 views.append((first, last, data[before + (slice(start, start + (last - first - 1) * s + 1, s),)]))
@@ -256,8 +256,11 @@ class _SlidingPool(Op):
         count = np.ones((1,) * n, dtype=np.int64)
         for axis, (x, o, k, s, d, pb) in enumerate(zip(spatial, out, self.kernel, self.attrs.strides,
                                                         self.dilations, pads_begin)):
-            where = np.arange(o)[:, None] * s - pb + np.arange(k)[None, :] * d
-            count = count * _along(((where >= 0) & (where < x)).sum(axis=1), axis, n)
+            real = np.zeros(o, np.int64)
+            for t in range(k):
+                first, last = tap_outputs(x, o, s, t * d - pb)
+                real[first:max(first, last)] += 1
+            count = count * _along(real, axis, n)
         return count
 
 

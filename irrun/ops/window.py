@@ -189,6 +189,12 @@ def transposed_output_dims(spatial: Sequence[DimLike], kernel, strides, dilation
     return dims, notes
 
 
+def tap_outputs(size: int, outputs: int, stride: int, shift: int) -> tuple[int, int]:
+    """(first, last): the outputs j in [first, last) whose tap at input index j * stride + shift
+    lies inside an axis of `size` elements (the others read padding); first >= last when none."""
+    return max(0, -(shift // stride)), min(outputs, (size - 1 - shift) // stride + 1)
+
+
 def inside_region(spatial, region) -> tuple[list[slice], list[tuple[int, int]], tuple[slice, ...]]:
     """For a (lo, hi) per spatial axis: the part of each axis that exists, the zeros to add
     before and after it, and where that part lands in the extended axes."""
