@@ -77,7 +77,6 @@ class Stage:
     kind: str                      # "unary" fn(x, out) | "binary" fn(a, b, out) | "reshape" | "none"
     fn: Callable | None = None
     data: int = 0                  # the input the chain flows through
-    in_place: bool = True          # fn(x, x) works (a kernel that reads x after writing out does not)
     shape: tuple | None = None     # reshape: the static shape after it
     cost: float = 1.0              # work per element relative to an add
     side: int | None = None        # binary: index of the other operand among the fused step's inputs
@@ -129,7 +128,7 @@ def stage_of(plan, step, data: int) -> Stage | None:
         into = op.into_for(dtype)
         if into is None:
             return None
-        return Stage(node, "unary", into, in_place=op.in_place, cost=op.cost, ufuncs=op.ufuncs(dtype))
+        return Stage(node, "unary", into, cost=op.cost, ufuncs=op.ufuncs(dtype))
     if isinstance(op, FloatFunction) and isinstance(op.function, np.ufunc) and len(types) == 1:
         fn = op.function
         return Stage(node, "unary", lambda a, o, fn=fn: fn(a, out=o), cost=3.0, ufuncs=[(fn, None)])
@@ -352,16 +351,16 @@ def _out(ufunc, name: str) -> str:
 
 
 def _body(stages: list[Stage], side, in_place: bool, small: bool, constants: dict, names: dict):
-    """The stages as lines of code on the registers x (the data, read only unless `in_place`), out
-    (the buffer written) and t (a temporary, made when a stage cannot write over its input: the
-    value then moves to it and the two trade names).  `side(j)`: the expression of operand j.
+    """The stages as lines of code on the registers x (the data, read only unless `in_place`) and
+    out (the buffer written; every kernel may write over its input).  `side(j)`: the expression of
+    operand j.
     `small`: static data of fewer than INLINE_ELEMENTS elements, where a unary stage's NumPy calls
     are written out (a Python call is a third of the time of a ufunc on 16 elements), a Reshape to
     the shape the data has already is left out, and a Multiply by a constant (`constants`: operand
     -> its value) followed by a negation multiplies by the negated constant (x * -c is -(x * c)
-    exactly).  Returns [(line, stage)] and whether the value may end in the temporary."""
+    exactly).  Returns [(line, stage)]."""
     body: list[tuple[str, int]] = []
-    cur, temp = ("out" if in_place else "x"), False
+    cur = "out" if in_place else "x"
     shape = None          # the data's static shape where known (small chains: from the first reshape on)
     negated = False       # the next stage's leading np.negative is done already
     for k, stage in enumerate(stages):
@@ -371,19 +370,11 @@ def _body(stages: list[Stage], side, in_place: bool, small: bool, constants: dic
             if small and stage.shape == shape:
                 continue
             shape = names[f"shape{k}"] = stage.shape
-            for register in {cur, "out"} | ({"t"} if temp else set()):
+            for register in {cur, "out"}:
                 body.append((f"{register} = {register}.reshape(shape{k})", k))
             continue
         names[f"f{k}"] = stage.fn
-        if stage.in_place and cur != "x":
-            dst = cur
-        elif cur != "out":
-            dst = "out"
-        else:
-            if not temp:
-                body.append(("t = empty_like(out)", k))
-                temp = True
-            dst = "t"
+        dst = "out"
         if stage.kind == "unary" and small and stage.ufuncs is not None:
             src, calls = cur, stage.ufuncs[1:] if negated else stage.ufuncs
             if negated and src != dst:
@@ -407,11 +398,8 @@ def _body(stages: list[Stage], side, in_place: bool, small: bool, constants: dic
                 operand, negated = f"c{k}", True
             out = _out(stage.fn, dst)
             body.append((f"f{k}({cur}, {operand}, {out})" if stage.data == 0 else f"f{k}({operand}, {cur}, {out})", k))
-        if dst == "t":
-            body += [("t, out = out, t", k), ("moved = not moved", k)]
-            dst = "out"
         cur = dst
-    return body, temp
+    return body
 
 
 def _compile(lines: list[str], body: list[tuple[str, int]], first: int, names: dict, name: str) -> Callable:
@@ -434,13 +422,11 @@ def _chain(stages, operands, in_place, fail, small=False, constants=None) -> Cal
     `in_place`): what a part of a large tensor runs (threads.in_parts)."""
     names = {"empty_like": np.empty_like, "copyto": np.copyto, "fail": fail}
     sides = [f"s{j}" for j in range(1, len(operands))]
-    body, temp = _body(stages, lambda j: f"s{j}", in_place, small, constants or {}, names)
-    lines = [f"def chain(x, {''.join(s + ', ' for s in sides)}out):"] + (["    moved = False"] if temp else [])
+    body = _body(stages, lambda j: f"s{j}", in_place, small, constants or {}, names)
+    lines = [f"def chain(x, {''.join(s + ', ' for s in sides)}out):"]
     lines.append("    try:")
     first = len(lines) + 1
     lines += ["        " + line for line, _ in body]
-    if temp:     # the value is in the temporary when the names were traded an odd number of times
-        lines += ["        if moved:", "            copyto(t, out)", "            return t"]
     lines += ["        return out", "    except Exception as exc:",
               "        raise fail(stage_at.get(exc.__traceback__.tb_lineno, 0), exc, (x,)) from None"]
     return _compile(lines, body, first, names, "chain")
@@ -480,9 +466,7 @@ def _kernel(stages, operands, n_inputs: int, head, n_head: int, consumed: bool, 
             lines += ["    with errstate(all='ignore'):", f"        return {call}"]
         else:
             lines += ["    if x.size >= LARGE:", "        with errstate(all='ignore'):", f"            return {call}"]
-    body, temp = _body(stages, lambda j: f"i{operands[j]}", in_place, small, constants, names)
-    if temp:
-        lines.append("    moved = False")
+    body = _body(stages, lambda j: f"i{operands[j]}", in_place, small, constants, names)
     lines.append("    try:")
     first = len(lines) + 1
     lines += ["        " + line for line, _ in body]

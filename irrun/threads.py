@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import threading
+from math import prod
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Sequence
@@ -317,24 +318,67 @@ def _slicer(ndim_out: int, axis: int, a: np.ndarray, start: int, stop: int) -> n
     return a[tuple(index)]
 
 
+# A kernel that makes several passes over its data (cost 2 or more) takes each part in blocks of
+# about this many elements, every pass over a block while it is in the core's L2 (2 MiB), and its
+# temporaries a block's size: Swish over 96 x 112 x 112 on one core 2.3 -> 1.4 ms.  (Blocks of
+# 8-32 Ki elements lost on two cores: each block's NumPy calls take turns at the GIL.)
+PASS_BLOCK_ELEMENTS = 1 << 17
+
+
 def in_parts(fn: Callable, out: np.ndarray, *inputs: np.ndarray, cost: float = 1.0,
              whole_axes: Sequence[int] = ()) -> np.ndarray:
     """fn(*inputs, out), where the inputs broadcast to `out`'s shape and each output position depends
     only on the inputs at that position, save along `whole_axes` (a softmax's axis, MVN's reduced
-    axes): in parts along another axis of `out` when it is large enough.  `cost`: work per element
-    relative to an add (a chain of transcendental functions pays sooner)."""
+    axes): in parts along another axis of `out` when it is large enough, and each part in blocks
+    of about PASS_BLOCK_ELEMENTS when `cost` says fn makes several passes.  `cost`: work per
+    element relative to an add (a chain of transcendental functions pays sooner)."""
     parts = parts_for(int(out.size * cost))
-    axis = split_axis(out.shape, parts, whole_axes) if parts > 1 else None
+    blocked = cost >= 2 and out.size > parts * PASS_BLOCK_ELEMENTS
+    axis = split_axis(out.shape, max(parts, 2), whole_axes) if parts > 1 or blocked else None
     if axis is None:
         fn(*inputs, out)
         return out
     ndim = out.ndim
 
-    def part(a, b):
-        fn(*(_slicer(ndim, axis, x, a, b) for x in inputs), _slicer(ndim, axis, out, a, b))
+    def span(*ranges):
+        """fn on the positions that each (axis, start, stop) of `ranges` selects."""
+        arrays = inputs + (out,)
+        for along, a, b in ranges:
+            arrays = tuple(_slicer(ndim, along, x, a, b) for x in arrays)
+        fn(*arrays)
 
-    run_parts(part, bounds(out.shape[axis], parts))
+    part = lambda a, b: span((axis, a, b))    # noqa: E731
+    if blocked:
+        part = _in_blocks(span, out.shape, axis, whole_axes)
+    if parts == 1:
+        part(0, out.shape[axis])
+    else:
+        run_parts(part, bounds(out.shape[axis], parts))
     return out
+
+
+def _in_blocks(span: Callable, shape: Sequence[int], axis: int, whole_axes: Sequence[int]) -> Callable:
+    """part(a, b) running `span` over entries [a, b) of `axis` in blocks of about PASS_BLOCK_ELEMENTS
+    elements: several entries at a time, or, where one entry is larger, pieces of it along the
+    next axis that may be cut."""
+    entry = prod(shape) // max(shape[axis], 1)
+    if entry <= PASS_BLOCK_ELEMENTS:
+        step = max(1, PASS_BLOCK_ELEMENTS // max(entry, 1))
+
+        def part(a, b):
+            for first in range(a, b, step):
+                span((axis, first, min(first + step, b)))
+        return part
+    inner = split_axis(shape, 2, tuple(whole_axes) + tuple(range(axis + 1)))
+    if inner is None:
+        return lambda a, b: span((axis, a, b))
+    inner_step = max(1, PASS_BLOCK_ELEMENTS * shape[inner] // entry)
+
+    def part(a, b):
+        for i in range(a, b):
+            for first in range(0, shape[inner], inner_step):
+                span((axis, i, i + 1), (inner, first, min(first + inner_step, shape[inner])))
+    return part
 
 
 def worth_parts(elements: int, cost: float = 1.0) -> bool:

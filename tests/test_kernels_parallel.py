@@ -326,6 +326,33 @@ def test_large_tensors_in_parts(name, two_threads, monkeypatch, tmp_path):
         np.testing.assert_array_equal(got[key], alone[key])
 
 
+@pytest.mark.parametrize("count", [1, 2])
+def test_kernels_of_several_passes_run_in_blocks(count, monkeypatch, tmp_path):
+    """A kernel of several passes (cost 2 or more) takes each part in blocks that stay in cache:
+    blocks of several entries of the cut axis and pieces of one entry (a block size that divides
+    nothing), an MVN across its whole axes; OpenVINO's values, and bit for bit those of one block."""
+    monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1 << 12)
+    x = ops.parameter([12, 5, 15, 17], np.float32, name="x")
+    y = ops.swish(ops.add(x, ops.constant(rand(1, 5, 1, 1, seed=2))))
+    y = ops.hswish(ops.mish(ops.sigmoid(ops.multiply(y, ops.constant(np.float32(3))))))
+    y = ops.mvn(ops.gelu(y, "erf"), ops.constant(np.array([1, 3], np.int64)), True, 1e-6, "inside_sqrt")
+    data = [rand(12, 5, 15, 17, scale=3)]
+    blocks = spy(monkeypatch, threads, "_in_blocks")
+    before = threads.threads()
+    threads.set_threads(count)
+    try:
+        for block in (997, 5 * 15 * 17 * 2 + 5):
+            monkeypatch.setattr(threads, "PASS_BLOCK_ELEMENTS", block)
+            got = compare(model_of(y, x), data, tmp_path, check_validate=False)
+        monkeypatch.setattr(threads, "PASS_BLOCK_ELEMENTS", 1 << 40)
+        whole = irrun.load(tmp_path / "model.xml").infer(data)
+    finally:
+        threads.set_threads(before)
+    assert len(blocks) >= 2
+    for key in got:
+        np.testing.assert_array_equal(got[key], whole[key])
+
+
 def test_networks_whose_gemms_keep_blas_threads_run_their_kernels_whole(two_threads, monkeypatch, tmp_path):
     """A MatMul that wakes OpenBLAS's threads, then a Sigmoid over 1 Mi elements: the Sigmoid runs
     whole (OpenBLAS's threads spin on the other core after the GEMM); OpenVINO's values."""
@@ -455,8 +482,8 @@ print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
                                   "softmax"])
 @pytest.mark.parametrize("shape", [[1, 8, 5, 5], [2, 64, 64, 128]], ids=["small", "in-parts"])
 def test_activation_over_its_dying_input(name, shape, two_threads, tmp_path):
-    """The activation may overwrite Add's output, which nobody reads after it (in place where the
-    kernel allows: HSwish, Swish and Mish read their input after writing)."""
+    """The activation may overwrite Add's output, which nobody reads after it: in place (HSwish,
+    Swish and Mish read their input after their temporary is made, and write it last)."""
     x = ops.parameter(shape, np.float32, name="x")
     compare(model_of(ACTIVATIONS[name](ops.add(x, x)), x), [rand(*shape)], tmp_path, check_validate=False)
 

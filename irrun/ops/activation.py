@@ -152,12 +152,12 @@ class Activation(UnaryElementwise):
 
     outputs_are_new = True
 
-    #: f32/f64 kernel writing into its second argument, bound by the executor: `fn(x, out) -> out`
+    #: f32/f64 kernel writing into its second argument, bound by the executor: `fn(x, out) -> out`.
+    #: `out` may be `x` (a kernel that needs x after writing keeps its values in a temporary: in
+    #: blocks of a large tensor, irrun/threads.py, that stays in cache)
     into = None
     #: work per element relative to an add (irrun.threads: when a large tensor is worth splitting)
     cost = 1.0
-    #: whether `into(x, x)` works (a kernel that reads x after its first write to out does not)
-    in_place = True
 
     #: axes `into` reads across (the rest is position by position): none but Softmax's
     def whole_axes(self, rank: int) -> tuple[int, ...]:
@@ -182,7 +182,7 @@ class Activation(UnaryElementwise):
         into = self.into_for(etype.carrier)
         if into is None:
             return None
-        in_place = 0 in step.consumable and self.in_place
+        in_place = 0 in step.consumable
         data = step.inputs[0]
         if data.is_static and data.rank and threads.worth_parts(prod(data.shape), self.cost):
             cost, whole = self.cost, self.whole_axes(data.rank)
@@ -484,7 +484,6 @@ class Gelu(Activation):
 @register("Swish", 4)
 class Swish(Activation):
     float_only = True
-    in_place = False
 
     def infer(self, inputs):
         if len(inputs) > 1:
@@ -513,11 +512,11 @@ class Swish(Activation):
         minus_beta, one = typed_constant(-self.beta, dtype), typed_constant(1, dtype)
 
         def swish_into(x, out):
-            """x / (1 + exp(-beta x)), rounded as `run`."""
-            np.multiply(x, minus_beta, out=out)
-            np.exp(out, out=out)
-            np.add(out, one, out=out)
-            return np.divide(x, out, out=out)
+            """x / (1 + exp(-beta x)), rounded as `run`; `out` may be `x`."""
+            t = np.multiply(x, minus_beta, out=np.empty_like(x))
+            np.exp(t, out=t)
+            np.add(t, one, out=t)
+            return np.divide(x, t, out=out)
         return swish_into
 
 
@@ -551,14 +550,14 @@ class SoftPlus(Activation):
 @register("Mish", 4)
 class Mish(Activation):
     float_only = True
-    in_place = False
     cost = 6.0
 
     def into_for(self, dtype):
         def mish_into(x, out):
-            _softplus_into(x, out)
-            np.tanh(out, out=out)
-            return np.multiply(out, x, out=out)
+            """`out` may be `x`."""
+            t = _softplus_into(x, np.empty_like(x))
+            np.tanh(t, out=t)
+            return np.multiply(t, x, out=out)
         return mish_into
 
     def run(self, x):
@@ -593,16 +592,17 @@ def _relu6_into_for(dtype):
 
 @register("HSwish", 4)
 class HSwish(Activation):
-    in_place = False
     cost = 2.0
 
     def into_for(self, dtype):
         relu6_into = _relu6_into_for(dtype)
 
         def hswish_into(x, out):
-            six = relu6_into(x, out)
-            np.multiply(out, x, out=out)
-            return np.divide(out, six, out=out)
+            """`out` may be `x`."""
+            t = np.empty_like(x)
+            six = relu6_into(x, t)
+            np.multiply(t, x, out=t)
+            return np.divide(t, six, out=out)
         return hswish_into
 
     def run(self, x):
