@@ -295,17 +295,27 @@ def run_parts(fn: Callable[[int, int], object], ranges: Sequence[tuple[int, int]
     return first + [p.result() for p in pending]
 
 
-def split_axis(shape: Sequence[int], parts: int, whole_axes: Sequence[int] = ()) -> int | None:
-    """The leading axis to cut an array of `shape` along: the first with at least `parts` entries
-    (each part then covers whole sub-blocks), else the longest; never one of `whole_axes`; None when
-    no axis can be cut."""
+def split_axis(shape: Sequence[int], parts: int, whole_axes: Sequence[int] = (),
+               order: Sequence[int] | None = None) -> int | None:
+    """The leading axis to cut an array of `shape` along: the first (in `order`, the axes from the
+    outermost in memory; by default as numbered) with at least `parts` entries (each part then
+    covers whole sub-blocks), else the longest; never one of `whole_axes`; None when no axis can
+    be cut."""
     sizes = [1 if axis in whole_axes else size for axis, size in enumerate(shape)]
-    for axis, size in enumerate(sizes):
-        if size >= parts:
+    for axis in range(len(sizes)) if order is None else order:
+        if sizes[axis] >= parts:
             return axis
     if not sizes or max(sizes) < 2:
         return None
     return int(np.argmax(sizes))
+
+
+def memory_order(a: np.ndarray) -> list[int]:
+    """a's axes from the outermost in memory to the innermost (a transposed view's are not its
+    own order: a part cut along an axis outer in memory is one run of it, not a strided comb)."""
+    if a.flags.c_contiguous:
+        return list(range(a.ndim))
+    return sorted(range(a.ndim), key=lambda axis: -abs(a.strides[axis]) if a.shape[axis] > 1 else 0)
 
 
 def _slicer(ndim_out: int, axis: int, a: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -334,7 +344,8 @@ def in_parts(fn: Callable, out: np.ndarray, *inputs: np.ndarray, cost: float = 1
     element relative to an add (a chain of transcendental functions pays sooner)."""
     parts = parts_for(int(out.size * cost))
     blocked = cost >= 2 and out.size > parts * PASS_BLOCK_ELEMENTS
-    axis = split_axis(out.shape, max(parts, 2), whole_axes) if parts > 1 or blocked else None
+    order = memory_order(out)
+    axis = split_axis(out.shape, max(parts, 2), whole_axes, order) if parts > 1 or blocked else None
     if axis is None:
         fn(*inputs, out)
         return out
@@ -349,7 +360,7 @@ def in_parts(fn: Callable, out: np.ndarray, *inputs: np.ndarray, cost: float = 1
 
     part = lambda a, b: span((axis, a, b))    # noqa: E731
     if blocked:
-        part = _in_blocks(span, out.shape, axis, whole_axes)
+        part = _in_blocks(span, out.shape, axis, whole_axes, order)
     if parts == 1:
         part(0, out.shape[axis])
     else:
@@ -357,10 +368,11 @@ def in_parts(fn: Callable, out: np.ndarray, *inputs: np.ndarray, cost: float = 1
     return out
 
 
-def _in_blocks(span: Callable, shape: Sequence[int], axis: int, whole_axes: Sequence[int]) -> Callable:
+def _in_blocks(span: Callable, shape: Sequence[int], axis: int, whole_axes: Sequence[int],
+               order: Sequence[int]) -> Callable:
     """part(a, b) running `span` over entries [a, b) of `axis` in blocks of about PASS_BLOCK_ELEMENTS
     elements: several entries at a time, or, where one entry is larger, pieces of it along the
-    next axis that may be cut."""
+    next axis in memory that may be cut."""
     entry = prod(shape) // max(shape[axis], 1)
     if entry <= PASS_BLOCK_ELEMENTS:
         step = max(1, PASS_BLOCK_ELEMENTS // max(entry, 1))
@@ -369,7 +381,7 @@ def _in_blocks(span: Callable, shape: Sequence[int], axis: int, whole_axes: Sequ
             for first in range(a, b, step):
                 span((axis, first, min(first + step, b)))
         return part
-    inner = split_axis(shape, 2, tuple(whole_axes) + tuple(range(axis + 1)))
+    inner = split_axis(shape, 2, tuple(whole_axes) + tuple(order[:order.index(axis) + 1]), order)
     if inner is None:
         return lambda a, b: span((axis, a, b))
     inner_step = max(1, PASS_BLOCK_ELEMENTS * shape[inner] // entry)

@@ -13,7 +13,7 @@ import pytest
 import irrun
 from irrun import threads
 from irrun.errors import UsageError
-from irrun.ops import convolution, winograd
+from irrun.ops import convolution, depthwise, winograd
 from ovutil import assert_close, compare, run_openvino, save
 
 
@@ -184,35 +184,41 @@ def test_winograd_in_tile_row_blocks(two_threads, monkeypatch, tmp_path):
 
 # ---------------------------------------------------------------- depthwise and long 1-D kernels
 
-@pytest.mark.parametrize("channels, multiplier, size, kernel, stride, dilation", [
-    (16, 1, [23, 19], [3, 3], [1, 1], [1, 1]),        # tap by tap, blocks of channels
-    (160, 1, [15, 14], [5, 5], [2, 2], [1, 1]),       # einsum over channels-last windows
-    (160, 2, [9, 10], [3, 3], [1, 2], [2, 1]),        # einsum with a multiplier, dilated
-    (24, 3, [11, 12], [3, 3], [2, 1], [1, 1]),        # einsum: 72 output channels
-    (130, 1, [31], [5], [3], [2]),                    # 1-D
-    (8, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2]),   # 3-D, tap by tap
-    (64, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2]),  # 3-D, einsum
+@pytest.mark.parametrize("channels, multiplier, size, kernel, stride, dilation, path", [
+    (16, 1, [23, 19], [3, 3], [1, 1], [1, 1], "rows"),            # by rows, few channels
+    (144, 1, [12, 11], [5, 5], [1, 1], [2, 1], "rows"),           # by rows, dilated
+    (40, 1, [31], [5], [1], [2], "rows"),                         # 1-D by rows
+    (24, 1, [5, 6, 7], [3, 2, 3], [1, 1, 1], [1, 2, 1], "rows"),  # 3-D by rows
+    (16, 1, [23, 19], [3, 3], [2, 1], [1, 1], "taps"),            # tap by tap, blocks of channels
+    (160, 1, [15, 14], [5, 5], [2, 2], [1, 1], "einsum"),         # einsum over channels-last windows
+    (192, 1, [9, 10], [3, 3], [1, 1], [1, 1], "einsum"),          # too many channels for rows
+    (160, 2, [9, 10], [3, 3], [1, 2], [2, 1], "einsum"),          # einsum with a multiplier, dilated
+    (24, 3, [11, 12], [3, 3], [2, 1], [1, 1], "einsum"),          # einsum: 72 output channels
+    (32, 2, [11, 12], [3, 3], [1, 1], [1, 1], "einsum"),          # a multiplier: not by rows
+    (130, 1, [31], [5], [3], [2], "einsum"),                      # 1-D
+    (8, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "taps"),   # 3-D, tap by tap
+    (64, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "einsum"),  # 3-D, einsum
 ])
-@pytest.mark.parametrize("block", [7, convolution.DEPTHWISE_BLOCK_ELEMENTS])
-def test_depthwise(channels, multiplier, size, kernel, stride, dilation, block, monkeypatch, tmp_path):
-    monkeypatch.setattr(convolution, "DEPTHWISE_BLOCK_ELEMENTS", block)
-    path = "_depthwise_einsum" if channels * multiplier >= convolution.DEPTHWISE_EINSUM_CHANNELS else "_depthwise_taps"
-    calls = spy(monkeypatch, convolution, path)
+@pytest.mark.parametrize("block", [7, depthwise.DEPTHWISE_BLOCK_ELEMENTS])
+def test_depthwise(channels, multiplier, size, kernel, stride, dilation, path, block, monkeypatch, tmp_path):
+    monkeypatch.setattr(depthwise, "DEPTHWISE_BLOCK_ELEMENTS", block)
+    calls = {name: spy(monkeypatch, depthwise, f"_depthwise_{name}") for name in ("rows", "einsum", "taps")}
     rank = len(size)
     x = ops.parameter([2, channels, *size], np.float32, name="x")
     w = rand(channels, multiplier, 1, *kernel, seed=1)
     pads = [k // 2 for k in kernel]
     node = ops.group_convolution(x, ops.constant(w), stride, pads, [1] * rank, dilation)
     compare(model_of(node, x), [rand(2, channels, *size)], tmp_path)
-    assert calls
+    assert {name for name, made in calls.items() if made} == {path}
 
 
 @pytest.mark.parametrize("pads_begin, pads_end", [([2, 0], [1, 2]), ([0, 0], [0, 0])])
-def test_depthwise_einsum_pads_as_it_turns_channels_last(pads_begin, pads_end, monkeypatch, tmp_path):
-    """The einsum's channels-last copy is also its padding."""
-    calls = spy(monkeypatch, convolution, "_depthwise_einsum")
+@pytest.mark.parametrize("strides, path", [([1, 2], "_depthwise_einsum"), ([1, 1], "_depthwise_rows")])
+def test_depthwise_pads_as_it_turns_channels_last(pads_begin, pads_end, strides, path, monkeypatch, tmp_path):
+    """The channels-last copy is also the padding."""
+    calls = spy(monkeypatch, depthwise, path)
     x = ops.parameter([1, 96, 13, 12], np.float32, name="x")
-    node = ops.group_convolution(x, ops.constant(rand(96, 1, 1, 3, 3, seed=1)), [1, 2], pads_begin, pads_end, [1, 1])
+    node = ops.group_convolution(x, ops.constant(rand(96, 1, 1, 3, 3, seed=1)), strides, pads_begin, pads_end, [1, 1])
     compare(model_of(node, x), [rand(1, 96, 13, 12)], tmp_path)
     assert calls
 
@@ -223,10 +229,10 @@ def test_depthwise_einsum_negative_pads_agree_with_tap_by_tap(monkeypatch):
     kernels are checked against each other."""
     geo = convolution.Geometry((1, 2), (1, 1), (1, -1), (-2, 1), (0, 0), "explicit")
     x, w = rand(2, 96, 13, 12), rand(96, 1, 1, 3, 3, seed=1)
-    calls = spy(monkeypatch, convolution, "_depthwise_einsum")
+    calls = spy(monkeypatch, depthwise, "_depthwise_einsum")
     got = convolution.conv_forward(x, w, geo)
     assert calls
-    monkeypatch.setattr(convolution, "DEPTHWISE_EINSUM_CHANNELS", 1 << 30)
+    monkeypatch.setattr(depthwise, "DEPTHWISE_EINSUM_CHANNELS", 1 << 30)
     np.testing.assert_allclose(got, convolution.conv_forward(x, w, geo), rtol=1e-6, atol=1e-6)
     assert len(calls) == 1
 
@@ -242,18 +248,39 @@ def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatc
     assert calls
 
 
-def test_depthwise_einsum_rows_in_parts_equal_one_thread(two_threads, monkeypatch):
-    """Rows of a large depthwise layer on two threads give the bits of one thread."""
+@pytest.mark.parametrize("x_shape, kernel, strides, path", [
+    ((1, 96, 30, 29), (3, 3), (1, 1), "_depthwise_rows"),
+    ((1, 96, 30, 29), (3, 3), (1, 2), "_depthwise_einsum"),
+    ((2, 64, 301), (5,), (1,), "_depthwise_rows"),            # 1-D: parts along the run
+])
+def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two_threads, monkeypatch):
+    """A large depthwise layer on two threads gives the bits of one thread."""
     monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
-    x, w = rand(1, 96, 30, 29), rand(96, 1, 1, 3, 3, seed=1)
-    geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
+    x, w = rand(*x_shape), rand(x_shape[1], 1, 1, *kernel, seed=1)
+    rank = len(kernel)
+    geo = convolution.Geometry(strides, (1,) * rank, (1,) * rank, (1,) * rank, (0,) * rank, "explicit")
+    calls = spy(monkeypatch, depthwise, path)
     splits = []
     run_parts = threads.run_parts
     monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
     parallel = convolution.conv_forward(x, w, geo)
-    assert splits == [2]
+    assert splits == [2] and calls
     threads.set_threads(1)
     np.testing.assert_array_equal(parallel, convolution.conv_forward(x, w, geo))
+    np.testing.assert_allclose(parallel, _direct_sum(x, w, geo), rtol=1e-5, atol=1e-5)
+
+
+def _direct_sum(x, w, geo):
+    """Depthwise convolution by a sum over taps in float64 (pads of 1 each side)."""
+    rank = x.ndim - 2
+    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(1, 1)] * rank)
+    kernel = w.shape[3:]
+    counts = [(n + 2 - k) // s + 1 for n, k, s in zip(x.shape[2:], kernel, geo.strides)]
+    out = np.zeros(x.shape[:2] + tuple(counts))
+    for tap in np.ndindex(*kernel):
+        cut = tuple(slice(t, t + (c - 1) * s + 1, s) for t, c, s in zip(tap, counts, geo.strides))
+        out += padded[(slice(None), slice(None)) + cut] * w[(slice(None), 0, 0) + tap].reshape(-1, *[1] * rank)
+    return out
 
 
 def test_im2col_blocks_in_parts_equal_one_thread(two_threads, monkeypatch):

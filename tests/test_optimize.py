@@ -422,6 +422,58 @@ def test_a_vector_times_transposed_weights_keeps_the_layout(tmp_path):
     assert not any(v.flags.f_contiguous and v.ndim == 2 for v in m._plan.constants.values())
 
 
+def _inverted_residuals():
+    """MobileNet's blocks: 1x1 expand (+ bias, HSwish) -> depthwise (+ bias, ReLU) -> 1x1 project."""
+    x = ops.parameter([2, 24, 14, 15], ov.Type.f32, name="x")
+
+    def conv(data, c_in, c_out, name, kernel=1, stride=1, groups=None):
+        pad = kernel // 2
+        if groups is None:
+            node = ops.convolution(data, _c((c_out, c_in, kernel, kernel), 0.3), [stride] * 2, [pad] * 2, [pad] * 2,
+                                   [1, 1])
+        else:
+            node = ops.group_convolution(data, _c((groups, 1, 1, kernel, kernel), 0.3), [stride] * 2, [pad] * 2,
+                                         [pad] * 2, [1, 1])
+        return ops.add(_named(node, name), _c((1, c_out, 1, 1), 0.1))
+
+    rows = ops.hswish(conv(x, 24, 96, "expand_rows"))                    # -> depthwise by rows
+    rows = ops.relu(conv(rows, 96, 96, "dw_rows", 3, groups=96))
+    out = ops.add(x, conv(rows, 96, 24, "project"))
+    windows = ops.hswish(conv(out, 24, 72, "expand_windows"))            # -> einsum over windows (stride 2)
+    windows = ops.relu(conv(windows, 72, 72, "dw_windows", 5, 2, groups=72))
+    shared = conv(out, 24, 96, "expand_shared")                          # also read by a ReduceMean
+    pooled = ops.reduce_mean(shared, ops.constant(np.array([2, 3], np.int64)), True)
+    shared = ops.multiply(conv(shared, 96, 96, "dw_shared", 3, groups=96), pooled)
+    strided = conv(out, 24, 64, "expand_strided", 1, 2)                  # a strided 1x1: not in place
+    strided = conv(strided, 64, 64, "dw_strided", 3, groups=64)
+    few = conv(out, 24, 16, "expand_few")                                # tap by tap, channels first
+    few = conv(few, 16, 16, "dw_few", 3, 2, groups=16)
+    return ov.Model([ops.result(n) for n in (windows, shared, strided, few)], [x])
+
+
+def test_a_1x1_convolution_feeding_a_depthwise_one_writes_channels_last(monkeypatch, tmp_path):
+    """The 1x1 convolution whose output only a depthwise layer that works channels-last reads makes
+    it channels-last (a transposed view of its GEMM's output): OpenVINO's values, those of
+    optimize=False within the last bits (its GEMM runs transposed, which OpenBLAS may round
+    differently for small products); none where the output has another reader, the 1x1 is strided
+    or the depthwise layer works channels-first."""
+    import irrun.ops.convolution as convolution
+    made = []
+    pointwise = convolution._pointwise_channels_last
+    monkeypatch.setattr(convolution, "_pointwise_channels_last",
+                        lambda x, w_t: made.append(w_t.shape) or pointwise(x, w_t))
+    xml = save(_inverted_residuals(), tmp_path / "m.xml")
+    feeds = {"x": RNG.standard_normal((2, 24, 14, 15)).astype(np.float32)}
+    on, off = irrun.load(xml), irrun.load(xml, optimize=False)
+    flagged = {s.node.layer.name for s in on._plan.layer_steps if vars(s.op).get("channels_last_output")}
+    assert flagged == {"expand_rows", "expand_windows"}
+    got = on.infer(feeds)
+    assert sorted(made) == [(24, 72), (24, 96)]
+    for (name, a), b, e in zip(got.items(), off.infer(feeds).values(), run_openvino(xml, [feeds["x"]])):
+        assert_close(a, e, what=name)
+        assert_close(a, b, rtol=1e-5, atol=1e-6, what=name)
+
+
 def test_optimize_off_by_argument_environment_and_cli(tmp_path, monkeypatch):
     xml = save(_chain_model(), tmp_path)
     assert irrun.load(xml).optimize and fused_steps(irrun.load(xml))

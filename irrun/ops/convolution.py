@@ -14,8 +14,7 @@ with data [N, G*C_in, spatial...] and output [N, G*C_out, spatial...].
 Kernels (BLAS through `matmul`, Python loops only over kernel taps):
   forward     im2col: a strided view of the padded input, copied once, then one
               batched matmul [G, C_out, C_in*K] @ [N, G, C_in*K, O].  A 1x1
-              kernel needs no im2col; depthwise (C_in = 1) is one einsum over
-              channels-last windows (tap by tap for fewer than 64 channels).
+              kernel needs no im2col; depthwise (C_in = 1): `depthwise`.
               Stride 1, 2-D, one group, 16-128 input channels: one GEMM per block of
               rows with the kernel's rows stacked into its depth and its columns into
               its height, the column products added shifted (`_row_taps`).  Other
@@ -37,8 +36,9 @@ from .. import etypes, threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
+from .depthwise import depthwise, depthwise_pays, row_filter, rows_pay
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
-from .window import (SAME, effective_kernel, inside_region, resolve_pads, transposed_output_dims, window_output_dims,
+from .window import (SAME, effective_kernel, resolve_pads, transposed_output_dims, window_output_dims,
                      window_view, zero_extended)
 
 
@@ -106,16 +106,6 @@ COLUMN_BLOCK_ELEMENTS = 1 << 18
 # (above, the GEMMs of [C_out, 9 C_in] columns win; 16 -> 16 is 2.4x faster tap by tap, 128 -> 128
 # 1.3x, 256 -> 256 1.3x slower).
 TAP_BLOCK_COLUMNS = 2048
-# Depthwise (see `_depthwise`): the most outputs per input channel (beyond, and for one group
-# with a long kernel, im2col's GEMM is faster: a 1-channel 1-D kernel of 512 taps into 64
-# channels ran tap by tap at 3.5 GFLOP/s); the output channels from which one einsum over
-# channels-last windows is used (below, its inner loop over channels is too short: 16 channels at
-# 112x112 took 0.65 ms against 0.42 tap by tap, 32 at 112x112 2.5 against 1.3 ms); and the
-# outputs per block tap by tap (the accumulator and a product stay in L2).
-DEPTHWISE_MAX_MULTIPLIER = 4
-DEPTHWISE_EINSUM_CHANNELS = 64
-DEPTHWISE_BLOCK_ELEMENTS = 1 << 16
-DEPTHWISE_MAX_TAPS = 27
 # im2col: a kernel axis this long makes positions-major columns (see `_im2col`)
 POSITIONS_MAJOR_TAPS = 16
 TAP_MAX_CHANNELS = 128
@@ -130,89 +120,27 @@ def _in_batch_slices(fn, x: np.ndarray, per_sample: int) -> np.ndarray:
     return np.concatenate([fn(x[i:i + step]) for i in range(0, x.shape[0], step)])
 
 
-def _depthwise(x, w, geo: Geometry, whole, counts) -> np.ndarray:
-    """One input channel per group: see `_depthwise_einsum`, and `_depthwise_taps` for few
-    channels."""
-    if w.shape[0] * w.shape[1] >= DEPTHWISE_EINSUM_CHANNELS:
-        return _depthwise_einsum(_channels_last(x, whole), w, geo, counts)
-    return _depthwise_taps(zero_extended(x, whole), w, geo, counts)
-
-
-def _channels_last(x: np.ndarray, region) -> np.ndarray:
-    """x [N, C, S...] as [N, S'..., C], zero-extended to `region` ((lo, hi) per spatial axis, as
-    `zero_extended`) in the same copy: a padded copy and a transposed one took twice as long
-    (MobileNetV3's depthwise layers, 0.7 ms of padding)."""
-    inside, widths, target = inside_region(x.shape[2:], region)
-    shape = (x.shape[0], *(hi - lo for lo, hi in region), x.shape[1])
-    out = np.zeros(shape, x.dtype) if any(left or right for left, right in widths) else np.empty(shape, x.dtype)
-    out[(slice(None),) + target] = np.moveaxis(x[(slice(None), slice(None)) + tuple(inside)], 1, -1)
-    return out
-
-
-def _depthwise_einsum(xl, w, geo: Geometry, counts) -> np.ndarray:
-    """One `einsum` over channels-last windows,
-    out[n, o..., g, m] = sum over taps of window[n, o..., g, tap] * w[tap, g, m].
-
-    NumPy's einsum runs this as one multiply-add loop over the contiguous channels per output
-    position and tap, the accumulator a row of channels in L1: 3-4x faster than a multiply and
-    an add per tap over whole blocks (240 channels at 14x14, 5x5: 0.69 -> 0.16 ms; 144 at
-    56x56, 3x3: 2.0 -> 0.87 ms), with the same products summed in the same order.  The layout
-    changes (to channels-last, padded, and back) are two copies of the data.  Large layers run
-    in rows of outputs on the cores: one GIL-free call per part.  xl: [N, S..., G], padded."""
-    groups, og, _, *kernel = w.shape
-    n, rank = xl.shape[0], len(kernel)
-    windows = window_view(xl, kernel, range(1, 1 + rank), geo.strides, geo.dilations)   # [N, O..., G, K...]
-    wl = np.ascontiguousarray(np.moveaxis(w.reshape(groups, og, *kernel), (0, 1), (-2, -1)))   # [K..., G, Og]
-    out = np.empty((n, *counts, groups, og), np.result_type(xl, w))
-    letters = "abcdefgh"[:rank]
-    taps = "ijklmnop"[:rank]
-    subscripts = f"z{letters}g{taps},{taps}gm->z{letters}gm"
-    if og == 1:   # (a trailing axis of 1 would cut einsum's inner loop to one element)
-        subscripts = subscripts.replace("gm", "g")
-        wl, result = wl[..., 0], out[..., 0]
-    else:
-        result = out
-
-    def rows(a, b):
-        np.einsum(subscripts, windows[:, a:b], wl, out=result[:, a:b])
-    # (a multiply-add per element and tap; a part pays from about a million of them)
-    parts = threads.parts_for(out.size * prod(kernel) // 4, most=counts[0])
-    threads.run_parts(rows, threads.bounds(counts[0], parts))
-    return np.moveaxis(out.reshape(n, *counts, groups * og), -1, 1).reshape(n, groups, og, *counts)
-
-
-def _depthwise_taps(x, w, geo: Geometry, counts) -> np.ndarray:
-    """out += patch * w[tap], tap by tap, over blocks of channels of about DEPTHWISE_BLOCK_ELEMENTS
-    outputs (NumPy makes two passes per tap, a multiply and an add: the block stays in cache)."""
-    groups, og, _, *kernel = w.shape
-    n = x.shape[0]
-    out = np.empty((n, groups, og, *counts), x.dtype)
-    per_group = prod(counts) * og
-    step = max(1, DEPTHWISE_BLOCK_ELEMENTS // per_group)
-    spread = (1,) * len(counts)
-    taps = [tuple(slice(t * d, t * d + (c - 1) * s + 1, s) for t, d, s, c in zip(tap, geo.dilations, geo.strides, counts))
-            for tap in np.ndindex(*kernel)]
-    weights = [w[(slice(None), slice(None), 0) + tap].reshape(groups, og, *spread) for tap in np.ndindex(*kernel)]
-    for i in range(n):
-        for first in range(0, groups, step):
-            last = min(first + step, groups)
-            acc = out[i, first:last]
-            tmp = np.empty_like(acc)
-            for k, (tap, weight) in enumerate(zip(taps, weights)):
-                patch = x[(i, slice(first, last), None) + tap]
-                if k == 0:
-                    np.multiply(patch, weight[first:last], out=acc)
-                else:
-                    np.multiply(patch, weight[first:last], out=tmp)
-                    acc += tmp
-    return out
-
-
 def _pointwise(x, w, geo: Geometry) -> np.ndarray:
     """1x1 kernel: the (strided) input is already the im2col matrix."""
     groups, og, cg = w.shape[:3]
     strided = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in geo.strides)]
     return threads.matmul(w.reshape(groups, og, cg), strided.reshape(x.shape[0], groups, cg, -1))
+
+
+def _pointwise_channels_last(x, w_t) -> np.ndarray:
+    """A 1x1, stride-1, unpadded convolution of one group written channels-last: [N, P, C_in] @
+    w_t [C_in, C_out] (BLAS reads x's channels as they are), returned as the [N, C_out, S...]
+    view of that [N, S..., C_out] array."""
+    n, c = x.shape[:2]
+    product = threads.matmul(x.reshape(n, c, -1).swapaxes(1, 2), w_t)
+    return np.moveaxis(product, 2, 1).reshape(n, w_t.shape[1], *x.shape[2:])
+
+
+def pointwise_in_place(filter_shape, geo: Geometry, whole, spatial) -> bool:
+    """A 1x1 filter [G, Og, Cg, 1...] of one group at stride 1 whose window covers the data as it
+    is (no padding): what `_pointwise_channels_last` computes."""
+    return filter_shape[0] == 1 and all(k == 1 for k in filter_shape[3:]) and all(s == 1 for s in geo.strides) \
+        and list(whole) == [(0, size) for size in spatial]
 
 
 def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
@@ -475,13 +403,14 @@ def window_layout(spatial, kernel, geo: Geometry) -> tuple[list[tuple[int, int]]
     return whole, counts
 
 
-def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts) -> np.ndarray:
-    """The convolution in x's (compute) type by the kernel that suits its shape."""
+def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, rows_filter=None) -> np.ndarray:
+    """The convolution in x's (compute) type by the kernel that suits its shape (`rows_filter`: a
+    depthwise filter as `depthwise.row_filter` lays it out, where the layer was bound)."""
     groups, og, cg, *kernel = w.shape
     if min(counts, default=1) <= 0:
         out = np.zeros((x.shape[0], groups, og, *(max(c, 0) for c in counts)), x.dtype)
-    elif cg == 1 and og <= DEPTHWISE_MAX_MULTIPLIER and (groups > 1 or prod(kernel) <= DEPTHWISE_MAX_TAPS):
-        out = _depthwise(x, w, geo, whole, counts)
+    elif depthwise_pays(w.shape):
+        out = depthwise(x, w, geo, whole, counts, rows_filter)
     elif all(k == 1 for k in kernel):
         out = _pointwise(zero_extended(x, whole), w, geo)
     elif _row_taps_pay(w.shape, geo, whole, counts):
@@ -615,6 +544,9 @@ class _ConvolutionFamily(Op):
     # -- kernel
 
     winograd_capable = False    # Convolution, and GroupConvolution with one group
+    # Set at load (irrun/optimize.py) where a 1x1 convolution feeds a depthwise one that works
+    # channels-last: its output is then made in that layout (the same values; a strided view)
+    channels_last_output = False
 
     def bind(self, step):
         """3x3 stride-1 float convolutions with a constant filter, where Winograd pays
@@ -651,7 +583,12 @@ class _ConvolutionFamily(Op):
         whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
         if min(counts, default=1) <= 0:
             return None
-        return lambda x, w: _direct(x, weights, geo, whole, counts)
+        if self.channels_last_output and pointwise_in_place(weights.shape, geo, whole, data.shape[2:]):
+            w_t = np.ascontiguousarray(weights[0].reshape(weights.shape[1], weights.shape[2]).T)
+            return lambda x, w: _pointwise_channels_last(x, w_t)
+        rows_filter = row_filter(weights, counts) if depthwise_pays(weights.shape) and rows_pay(weights.shape, geo) \
+            else None
+        return lambda x, w: _direct(x, weights, geo, whole, counts, rows_filter)
 
     def _bind_winograd(self, step):
         if not self.winograd_capable:
