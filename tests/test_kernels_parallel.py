@@ -189,15 +189,19 @@ def test_winograd_in_tile_row_blocks(two_threads, monkeypatch, tmp_path):
     (144, 1, [12, 11], [5, 5], [1, 1], [2, 1], "rows"),           # by rows, dilated
     (40, 1, [31], [5], [1], [2], "rows"),                         # 1-D by rows
     (24, 1, [5, 6, 7], [3, 2, 3], [1, 1, 1], [1, 2, 1], "rows"),  # 3-D by rows
-    (16, 1, [23, 19], [3, 3], [2, 1], [1, 1], "taps"),            # tap by tap, blocks of channels
-    (160, 1, [15, 14], [5, 5], [2, 2], [1, 1], "einsum"),         # einsum over channels-last windows
+    (16, 1, [23, 19], [3, 3], [2, 2], [1, 1], "rows"),            # strided: two phases of columns
+    (40, 1, [23, 20], [5, 5], [1, 3], [1, 2], "rows"),            # three phases, dilated, one short
+    (8, 1, [9, 17], [3, 2], [2, 4], [1, 1], "rows"),              # a phase no tap reads
+    (72, 1, [31], [5], [3], [2], "rows"),                         # 1-D, strided and dilated
+    (8, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "rows"),   # 3-D, strided
+    (16, 2, [23, 19], [3, 3], [2, 1], [1, 1], "taps"),            # tap by tap, blocks of channels
+    (96, 1, [15, 14], [5, 5], [2, 2], [1, 1], "einsum"),          # einsum over channels-last windows
     (192, 1, [9, 10], [3, 3], [1, 1], [1, 1], "einsum"),          # too many channels for rows
     (160, 2, [9, 10], [3, 3], [1, 2], [2, 1], "einsum"),          # einsum with a multiplier, dilated
     (24, 3, [11, 12], [3, 3], [2, 1], [1, 1], "einsum"),          # einsum: 72 output channels
     (32, 2, [11, 12], [3, 3], [1, 1], [1, 1], "einsum"),          # a multiplier: not by rows
     (130, 1, [31], [5], [3], [2], "einsum"),                      # 1-D
-    (8, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "taps"),   # 3-D, tap by tap
-    (64, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "einsum"),  # 3-D, einsum
+    (96, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "einsum"),  # 3-D, einsum
 ])
 @pytest.mark.parametrize("block", [7, depthwise.DEPTHWISE_BLOCK_ELEMENTS])
 def test_depthwise(channels, multiplier, size, kernel, stride, dilation, path, block, monkeypatch, tmp_path):
@@ -252,6 +256,7 @@ def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatc
     ((1, 96, 30, 29), (3, 3), (1, 1), "_depthwise_rows"),
     ((1, 96, 30, 29), (3, 3), (1, 2), "_depthwise_einsum"),
     ((2, 64, 301), (5,), (1,), "_depthwise_rows"),            # 1-D: parts along the run
+    ((1, 48, 30, 29), (3, 3), (2, 2), "_depthwise_rows"),     # strided: phases in each part
 ])
 def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two_threads, monkeypatch):
     """A large depthwise layer on two threads gives the bits of one thread."""

@@ -432,8 +432,8 @@ def _inverted_residuals():
             node = ops.convolution(data, _c((c_out, c_in, kernel, kernel), 0.3), [stride] * 2, [pad] * 2, [pad] * 2,
                                    [1, 1])
         else:
-            node = ops.group_convolution(data, _c((groups, 1, 1, kernel, kernel), 0.3), [stride] * 2, [pad] * 2,
-                                         [pad] * 2, [1, 1])
+            node = ops.group_convolution(data, _c((groups, c_out // groups, 1, kernel, kernel), 0.3), [stride] * 2,
+                                         [pad] * 2, [pad] * 2, [1, 1])
         return ops.add(_named(node, name), _c((1, c_out, 1, 1), 0.1))
 
     rows = ops.hswish(conv(x, 24, 96, "expand_rows"))                    # -> depthwise by rows
@@ -447,7 +447,7 @@ def _inverted_residuals():
     strided = conv(out, 24, 64, "expand_strided", 1, 2)                  # a strided 1x1: not in place
     strided = conv(strided, 64, 64, "dw_strided", 3, groups=64)
     few = conv(out, 24, 16, "expand_few")                                # tap by tap, channels first
-    few = conv(few, 16, 16, "dw_few", 3, 2, groups=16)
+    few = conv(few, 16, 32, "dw_few", 3, 2, groups=16)
     return ov.Model([ops.result(n) for n in (windows, shared, strided, few)], [x])
 
 

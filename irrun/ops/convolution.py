@@ -586,7 +586,7 @@ class _ConvolutionFamily(Op):
         if self.channels_last_output and pointwise_in_place(weights.shape, geo, whole, data.shape[2:]):
             w_t = np.ascontiguousarray(weights[0].reshape(weights.shape[1], weights.shape[2]).T)
             return lambda x, w: _pointwise_channels_last(x, w_t)
-        rows_filter = row_filter(weights, counts) if depthwise_pays(weights.shape) and rows_pay(weights.shape, geo) \
+        rows_filter = row_filter(weights, geo, counts) if depthwise_pays(weights.shape) and rows_pay(weights.shape, geo) \
             else None
         return lambda x, w: _direct(x, weights, geo, whole, counts, rows_filter)
 

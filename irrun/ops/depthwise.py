@@ -4,12 +4,14 @@ NumPy has no multiply-add that keeps a sum in registers across taps, so every ke
 one tap's products at a time into an accumulator; what differs is how long the loops NumPy runs
 are, and so how much of the time is NumPy's per-loop overhead:
 
-* `_depthwise_rows` (stride 1, one output per channel, up to DEPTHWISE_ROWS_CHANNELS channels):
-  channels-last, an output row's positions and channels are one contiguous run, and so is each
-  tap's input for it; one `einsum` runs a loop of (row length x channels) per row and tap.
-* `_depthwise_einsum` (64 channels or more otherwise): one `einsum` over channels-last windows,
-  a loop over the channels per output position and tap.
-* `_depthwise_taps` (fewer channels): a multiply and an add per tap over blocks of channels.
+* `_depthwise_rows` (one output per channel, up to DEPTHWISE_ROWS_CHANNELS channels at stride 1,
+  DEPTHWISE_ROWS_STRIDED_CHANNELS strided): channels-last, the last axis cut into its stride's
+  phases, an output row's positions and channels are one contiguous run, and so is each tap's
+  input for it; one `einsum` runs a loop of (row length x channels) per row and tap.
+* `_depthwise_einsum` (64 output channels or more otherwise): one `einsum` over channels-last
+  windows, a loop over the channels per output position and tap.
+* `_depthwise_taps` (fewer: a multiplier of 2-4 on few channels): a multiply and an add per tap
+  over blocks of channels.
 """
 from __future__ import annotations
 
@@ -36,10 +38,13 @@ DEPTHWISE_MAX_TAPS = 27
 # product stay in L2).
 DEPTHWISE_EINSUM_CHANNELS = 64
 DEPTHWISE_BLOCK_ELEMENTS = 1 << 16
-# The most channels of a stride-1 layer taken by rows: by then a loop over the channels alone is
-# long enough (one core, us: 32 ch at 112x112 3x3 2007 by windows, 1266 tap by tap, 466 by rows;
-# 144 at 56x56 862 -> 632; 240 at 28x28 5x5 645 -> 667; 672 at 14x14 5x5 375 -> 477).
+# The most channels of a layer taken by rows: by then a loop over the channels alone is long
+# enough (one core, us, data channels-last: 32 ch at 112x112 3x3 2218 by windows, 1288 tap by tap,
+# 675 by rows; 144 at 56x56 1088 -> 872; 240 at 28x28 5x5 720 -> 769).  Strided, the phases cost a
+# copy of their own: 16 ch at 112x112 3x3 / 2 369 tap by tap, 486 by windows, 202 by rows; 72 at
+# 56x56 243 -> 205; 96 at 28x28 5x5 130 -> 113; 96 at 112x112 1315 -> 1374; 240 at 28x28 143 -> 169.
 DEPTHWISE_ROWS_CHANNELS = 160
+DEPTHWISE_ROWS_STRIDED_CHANNELS = 80
 
 
 def depthwise_pays(filter_shape) -> bool:
@@ -50,7 +55,8 @@ def depthwise_pays(filter_shape) -> bool:
 
 def rows_pay(filter_shape, geo: Geometry) -> bool:
     groups, og, *_ = filter_shape
-    return og == 1 and groups <= DEPTHWISE_ROWS_CHANNELS and all(s == 1 for s in geo.strides)
+    strided = any(s > 1 for s in geo.strides)
+    return og == 1 and groups <= (DEPTHWISE_ROWS_STRIDED_CHANNELS if strided else DEPTHWISE_ROWS_CHANNELS)
 
 
 def works_channels_last(filter_shape, geo: Geometry) -> bool:
@@ -60,12 +66,23 @@ def works_channels_last(filter_shape, geo: Geometry) -> bool:
                                              filter_shape[0] * filter_shape[1] >= DEPTHWISE_EINSUM_CHANNELS)
 
 
-def row_filter(w: np.ndarray, counts) -> np.ndarray:
-    """A [G, 1, 1, K...] filter as `_depthwise_rows` reads it, [K..., O_last * G]: each tap's
-    weights repeated along the last output axis (made once per layer where it is bound)."""
+def row_filter(w: np.ndarray, geo: Geometry, counts) -> list[tuple[int, int, int, np.ndarray]]:
+    """A [G, 1, 1, K...] filter as `_depthwise_rows` reads it (made once per layer where it is
+    bound): per phase p of the last axis's stride s (the input columns p, p + s, ...), the taps
+    that read it, j * dilation = p + s * offset, as (p, first offset, offset step, weights
+    [K_lead..., taps, O_last * G]), each tap's weights repeated along the last output axis."""
     groups, _, _, *kernel = w.shape
-    taps = np.moveaxis(w.reshape(groups, *kernel), 0, -1)[..., None, :]            # [K..., 1, G]
-    return np.ascontiguousarray(np.broadcast_to(taps, (*kernel, counts[-1], groups))).reshape(*kernel, -1)
+    stride, dilation = geo.strides[-1], geo.dilations[-1]
+    taps = np.moveaxis(w.reshape(groups, *kernel), 0, -1)          # [K..., G]
+    phases = []
+    for phase in range(stride):
+        picked = [j for j in range(kernel[-1]) if j * dilation % stride == phase]
+        if picked:
+            offsets = [j * dilation // stride for j in picked]
+            weights = np.broadcast_to(taps[..., picked, None, :], (*kernel[:-1], len(picked), counts[-1], groups))
+            phases.append((phase, offsets[0], offsets[-1] - offsets[-2] if len(picked) > 1 else 0,
+                           np.ascontiguousarray(weights).reshape(*kernel[:-1], len(picked), -1)))
+    return phases
 
 
 def depthwise(x, w, geo: Geometry, whole, counts, rows_filter=None) -> np.ndarray:
@@ -73,8 +90,8 @@ def depthwise(x, w, geo: Geometry, whole, counts, rows_filter=None) -> np.ndarra
     range of each spatial axis; `rows_filter`: `row_filter(w, counts)` where made already)."""
     if rows_pay(w.shape, geo):
         if rows_filter is None:
-            rows_filter = row_filter(w, counts)
-        return _depthwise_rows(_channels_last(x, whole), rows_filter, geo, counts)
+            rows_filter = row_filter(w, geo, counts)
+        return _depthwise_rows(_phased_channels_last(x, whole, geo.strides[-1]), rows_filter, geo, counts)
     if w.shape[0] * w.shape[1] >= DEPTHWISE_EINSUM_CHANNELS:
         return _depthwise_einsum(_channels_last(x, whole), w, geo, counts)
     return _depthwise_taps(zero_extended(x, whole), w, geo, counts)
@@ -91,43 +108,79 @@ def _channels_last(x: np.ndarray, region) -> np.ndarray:
     return out
 
 
+def _phased_channels_last(x: np.ndarray, region, stride: int) -> np.ndarray:
+    """`_channels_last` with the last spatial axis cut into its `stride` phases: [N, S'_lead...,
+    stride, ceil(S'_last / stride), C], phase p holding the columns p, p + stride, ... of the
+    zero-extended data (one copy either way)."""
+    inside, widths, target = inside_region(x.shape[2:], region)
+    n, channels = x.shape[:2]
+    width = region[-1][1] - region[-1][0]
+    shape = (n, *(hi - lo for lo, hi in region[:-1]), stride, -(-width // stride), channels)
+    padded = any(left or right for left, right in widths) or width % stride
+    out = np.zeros(shape, x.dtype) if padded else np.empty(shape, x.dtype)
+    data = np.moveaxis(x[(slice(None), slice(None)) + tuple(inside)], 1, -1)
+    first, last = target[-1].start, target[-1].stop       # the data's columns in the extended frame
+    for phase in range(stride):
+        start = first + (phase - first) % stride
+        if start < last:
+            count = len(range(start, last, stride))
+            out[(slice(None),) + tuple(target[:-1]) + (phase, slice(start // stride, start // stride + count))] = \
+                data[..., start - first::stride, :]
+    return out
+
+
 def _to_channels_first(out: np.ndarray, groups: int, og: int, counts) -> np.ndarray:
     """[N, O..., G * Og] as the [N, G, Og, O...] view the caller takes."""
     n = out.shape[0]
     return np.moveaxis(out.reshape(n, *counts, groups * og), -1, 1).reshape(n, groups, og, *counts)
 
 
-def _depthwise_rows(xl, rows_filter, geo: Geometry, counts) -> np.ndarray:
-    """Stride 1, one output per channel: out[n, o..., w, g] = sum over taps t of
-    xl[n, o + t..., w + t_last, g] * rows_filter[t..., (w, g)] (dilated taps as far apart).
+def _depthwise_rows(xp, rows_filter, geo: Geometry, counts) -> np.ndarray:
+    """One output per channel: out[n, o..., w, g] = sum over taps t of
+    x[n, s o + d t..., s_last w + d_last t_last, g] * w[t..., g] (s the strides, d the dilations).
 
-    Channels-last, one output row's (w, g) is a contiguous run and so is the input each tap
-    reads for it, at offset t_last * G: a strided view [N, O_lead..., K..., O_last * G] of the
-    padded input (no copy) and one `einsum` whose inner loop is the whole run.  Large layers
-    run in parts along their first output axis (or along the run for 1-D ones).  xl: [N, S..., G],
-    padded and C-contiguous."""
-    n, *spatial, groups = xl.shape
-    rank = len(spatial)
-    kernel = rows_filter.shape[:-1]
-    run = rows_filter.shape[-1]
+    Channels-last, with the last axis cut into its stride's phases (`_phased_channels_last`), tap
+    t_last reads phase (d_last t_last) % s_last at offset (d_last t_last) // s_last, where one
+    output row's (w, g) is a contiguous run and so is what the tap reads for it: per phase, a
+    strided view [N, O_lead..., K_lead..., its taps, O_last * G] of the input (no copy) and one
+    `einsum` whose inner loop is the whole run; the phases' sums added.  Large layers run in parts
+    along their first output axis (or along the run for 1-D ones).  xp: [N, S_lead..., s_last,
+    S_last / s_last, G], C-contiguous; rows_filter: `row_filter`'s phases."""
+    n, *lead_sizes, _, _, groups = xp.shape
+    rank = len(lead_sizes) + 1
     lead = tuple(counts[:-1])
-    steps = xl.strides
-    view = as_strided(xl, (n, *lead, *kernel, run),
-                      (steps[0], *steps[1:rank], *(s * d for s, d in zip(steps[1:1 + rank], geo.dilations)),
-                       steps[-1]), writeable=False)
-    out = np.empty((n, *lead, run), xl.dtype)
+    run = counts[-1] * groups
+    steps = xp.strides
     letters, taps = "abcdefgh"[:rank - 1], "ijklmnop"[:rank]
     subscripts = f"z{letters}{taps}x,{taps}x->z{letters}x"
+    views = []
+    for phase, offset, offset_step, weights in rows_filter:
+        column = xp[(slice(None),) * rank + (phase, slice(offset, None))]
+        views.append((as_strided(column, (n, *lead, *weights.shape[:-1], run),
+                                 (steps[0], *(steps[1 + a] * geo.strides[a] for a in range(rank - 1)),
+                                  *(steps[1 + a] * geo.dilations[a] for a in range(rank - 1)),
+                                  offset_step * steps[-2], steps[-1]), writeable=False), weights))
+    out = np.empty((n, *lead, run), xp.dtype)
+
+    def rows_of(a, b, cut):
+        target = out[cut(a, b)]
+        for k, (view, weights) in enumerate(views):
+            pick = weights[(Ellipsis, slice(a, b))] if rank == 1 else weights
+            if k == 0:
+                np.einsum(subscripts, view[cut(a, b)], pick, out=target)
+            else:
+                target += np.einsum(subscripts, view[cut(a, b)], pick)
+
     if rank > 1:
         def part(a, b):
-            np.einsum(subscripts, view[:, a:b], rows_filter, out=out[:, a:b])
+            rows_of(a, b, lambda a, b: (slice(None), slice(a, b)))
         length = lead[0]
     else:
         def part(a, b):
-            np.einsum(subscripts, view[..., a:b], rows_filter[..., a:b], out=out[..., a:b])
+            rows_of(a, b, lambda a, b: (Ellipsis, slice(a, b)))
         length = run
     # (a multiply-add per element and tap; a part pays from about a million of them)
-    parts = threads.parts_for(out.size * prod(kernel) // 4, most=length)
+    parts = threads.parts_for(out.size * sum(v[1].size // run for v in views) // 4, most=length)
     threads.run_parts(part, threads.bounds(length, parts))
     return _to_channels_first(out, groups, 1, counts)
 
