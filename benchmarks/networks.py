@@ -307,22 +307,25 @@ def _group_conv(g, x, w, stride, pad, dilation=1):
     return ops.group_convolution(x, g.const(w), [stride] * rank, [pad] * rank, [pad] * rank, [dilation] * rank)
 
 
-def _conv_bn(g, rng, x, cin, cout, k, stride=1, groups=1, act=None):
+def _conv_bn(g, rng, x, cin, cout, k, stride=1, groups=1, act=None, pad=None):
     """Convolution (grouped when groups > 1, depthwise when groups == cin == cout) with its folded
     BatchNorm bias and an activation."""
     ops = g.ops
+    pad = k // 2 if pad is None else pad
     if groups == 1:
         w, b = conv_weights(rng, cout, cin, k)
-        y = g.conv(x, w, b, stride, k // 2)
+        y = g.conv(x, w, b, stride, pad)
     else:
         w = rng.standard_normal((groups, cout // groups, cin // groups, k, k), dtype=np.float32) \
             * np.float32(math.sqrt(2.0 / (cin // groups * k * k)))
         b = rng.standard_normal(cout, dtype=np.float32) * np.float32(0.1)
-        y = ops.add(_group_conv(g, x, w, stride, k // 2), g.const(b.reshape(1, -1, 1, 1)))
+        y = ops.add(_group_conv(g, x, w, stride, pad), g.const(b.reshape(1, -1, 1, 1)))
     if act == "relu":
         return ops.relu(y)
     if act == "hswish":
         return ops.hswish(y)
+    if act == "swish":
+        return ops.swish(y)
     return y
 
 
@@ -354,6 +357,65 @@ def mobilenet_v3(g, rng):
     y = ops.reduce_mean(y, g.const(np.array([2, 3], np.int64)), False)
     y = ops.hswish(dense(g, rng, y, 576, 1024))
     return [dense(g, rng, y, 1024, 1000)], {"image": rng.standard_normal((1, 3, 224, 224), dtype=np.float32)}
+
+
+def efficientnet_b0(g, rng):
+    """EfficientNet-B0 at 1x3x224x224: 16 inverted residuals (depthwise 3x3 / 5x5, squeeze-excite
+    with Swish and Sigmoid, expansion 6), Swish throughout; 1000 classes."""
+    ops = g.ops
+    x = g.input("image", (1, 3, 224, 224))
+    y = _conv_bn(g, rng, x, 3, 32, 3, 2, act="swish")
+    cin = 32
+    # expansion, out, kernel, stride, repeats
+    for exp, cout, k, stride, repeats in ((1, 16, 3, 1, 1), (6, 24, 3, 2, 2), (6, 40, 5, 2, 2), (6, 80, 3, 2, 3),
+                                          (6, 112, 5, 1, 3), (6, 192, 5, 2, 4), (6, 320, 3, 1, 1)):
+        for i in range(repeats):
+            s, mid = stride if i == 0 else 1, cin * exp
+            h = _conv_bn(g, rng, y, cin, mid, 1, act="swish") if exp != 1 else y
+            h = _conv_bn(g, rng, h, mid, mid, k, s, groups=mid, act="swish")
+            squeeze = ops.reduce_mean(h, g.const(np.array([2, 3], np.int64)), True)
+            squeeze = _conv_bn(g, rng, squeeze, mid, max(1, cin // 4), 1, act="swish")
+            h = ops.multiply(h, ops.sigmoid(_conv_bn(g, rng, squeeze, max(1, cin // 4), mid, 1)))
+            h = _conv_bn(g, rng, h, mid, cout, 1)
+            y = ops.add(h, y) if s == 1 and cin == cout else h
+            cin = cout
+    y = _conv_bn(g, rng, y, cin, 1280, 1, act="swish")
+    y = ops.reduce_mean(y, g.const(np.array([2, 3], np.int64)), False)
+    return [dense(g, rng, y, 1280, 1000)], {"image": rng.standard_normal((1, 3, 224, 224), dtype=np.float32)}
+
+
+def yolo_n(g, rng, size=320, outputs=255):
+    """A YOLOv5n-style detector at 1x3x320x320: a 6x6 / 2 stem, strided 3x3 convolutions, C3 blocks
+    (two 1x1 branches, bottlenecks with residuals, concatenated), SPPF (three chained 5x5 max pools
+    at stride 1), a top-down path with nearest upsampling and concatenation, three 1x1 heads;
+    Swish throughout."""
+    ops = g.ops
+    x = g.input("image", (1, 3, size, size))
+
+    def cbs(h, cin, cout, k=1, s=1, pad=None):
+        return _conv_bn(g, rng, h, cin, cout, k, s, act="swish", pad=pad)
+
+    def c3(h, cin, cout, n=1, shortcut=True):
+        a, b = cbs(h, cin, cout // 2), cbs(h, cin, cout // 2)
+        for _ in range(n):
+            t = cbs(cbs(a, cout // 2, cout // 2), cout // 2, cout // 2, 3)
+            a = ops.add(a, t) if shortcut else t
+        return cbs(g.concat([a, b], 1), cout, cout)
+
+    y = c3(cbs(cbs(x, 3, 16, 6, 2, pad=2), 16, 32, 3, 2), 32, 32)                      # 32 x 80 x 80
+    p3 = c3(cbs(y, 32, 64, 3, 2), 64, 64, 2)                                             # 64 x 40 x 40
+    p4 = c3(cbs(p3, 64, 128, 3, 2), 128, 128, 3)                                         # 128 x 20 x 20
+    y = c3(cbs(p4, 128, 256, 3, 2), 256, 256)                                            # 256 x 10 x 10
+    pooled = [cbs(y, 256, 128)]
+    for _ in range(3):
+        pooled.append(g.max_pool(pooled[-1], 5, 1, 2))
+    p5 = cbs(g.concat(pooled, 1), 512, 256)
+    top = cbs(p5, 256, 128)
+    p4 = c3(g.concat([g.upsample2x(top), p4], 1), 256, 128, shortcut=False)
+    top = cbs(p4, 128, 64)
+    p3 = c3(g.concat([g.upsample2x(top), p3], 1), 128, 64, shortcut=False)
+    heads = [_conv_bn(g, rng, p, c, outputs, 1) for p, c in ((p3, 64), (p4, 128), (p5, 256))]
+    return heads, {"image": rng.standard_normal((1, 3, size, size), dtype=np.float32)}
 
 
 def _round8(c):
@@ -506,6 +568,8 @@ NETWORKS = {
     "detector": (detector, False),
     "many_small_layers": (many_small_layers, False),
     "mobilenet_v3": (mobilenet_v3, False),
+    "efficientnet_b0": (efficientnet_b0, False),
+    "yolo_n": (yolo_n, False),
     "crnn": (crnn, False),
     "audio_1d": (audio_1d, False),
     "transformer_seq17": (transformer_seq17, False),
@@ -513,7 +577,7 @@ NETWORKS = {
     "vit": (vit, False),
 }
 # Written against openvino's API directly (grouped convolutions, LSTM, state, int4): no ONNX twin.
-IR_ONLY = {"mobilenet_v3", "crnn", "audio_1d", "decoder_step_int4", "vit"}
+IR_ONLY = {"mobilenet_v3", "efficientnet_b0", "yolo_n", "crnn", "audio_1d", "decoder_step_int4", "vit"}
 QUICK = ["resnet18", "bert_encoder", "detector", "many_small_layers", "mobilenet_v3", "audio_1d", "digits"]
 
 

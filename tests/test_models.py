@@ -150,6 +150,19 @@ def test_outputs_match_openvino(xml, tmp_path):
     compare_with_openvino(xml, example_input(xml), tmp_path)
 
 
+@pytest.mark.parametrize("name", ["mobilenet_v3", "efficientnet_b0", "yolo_n"])
+def test_benchmark_networks_match_openvino(name, tmp_path):
+    """The benchmark's mobile and detection networks (benchmarks/networks.py, built with openvino's
+    API): depthwise layers by rows and by windows, strided, fed channels-last by their 1x1
+    convolutions, Swish chains in blocks, SPPF's pools, nearest upsampling."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_networks", MODELS.parent.parent / "benchmarks" / "networks.py")
+    networks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(networks)
+    xml, feeds = networks.build_ir(name, tmp_path)
+    compare_with_openvino(xml, feeds, tmp_path)
+
+
 def test_every_model_has_both_precisions_and_an_input():
     stems = {stem(x) for x in MODELS.glob("*.xml")}
     assert len(stems) >= 10
