@@ -472,7 +472,7 @@ def _compiled(source: str):
 def _chain(stages, operands, in_place, fail, small=False, constants=None) -> Callable:
     """`chain(x, *sides, out)`: the stages with the result left in `out` (`x` is `out` when
     `in_place`): what a part of a large tensor runs (threads.in_parts)."""
-    names = {"empty_like": np.empty_like, "copyto": np.copyto, "fail": fail}
+    names = {"copyto": np.copyto, "fail": fail}
     sides = [f"s{j}" for j in range(1, len(operands))]
     body = _body(stages, lambda j: f"s{j}", in_place, small, constants or {}, names)
     lines = [f"def chain(x, {''.join(s + ', ' for s in sides)}out):"]

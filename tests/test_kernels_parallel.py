@@ -227,18 +227,21 @@ def test_depthwise_pads_as_it_turns_channels_last(pads_begin, pads_end, strides,
     assert calls
 
 
-def test_depthwise_einsum_negative_pads_agree_with_tap_by_tap(monkeypatch):
+@pytest.mark.parametrize("channels, path", [(96, "_depthwise_einsum"), (48, "_depthwise_rows")])
+def test_depthwise_negative_pads_agree_with_tap_by_tap(channels, path, monkeypatch):
     """Negative pads crop the input as the channels-last copy is made.  OpenVINO runs none (its
-    CPU plugin does not compile them, its reference evaluation fails), so the two depthwise
-    kernels are checked against each other."""
+    CPU plugin does not compile them, its reference evaluation fails), so the depthwise kernels
+    are checked against the tap-by-tap one."""
     geo = convolution.Geometry((1, 2), (1, 1), (1, -1), (-2, 1), (0, 0), "explicit")
-    x, w = rand(2, 96, 13, 12), rand(96, 1, 1, 3, 3, seed=1)
-    calls = spy(monkeypatch, depthwise, "_depthwise_einsum")
+    x, w = rand(2, channels, 13, 12), rand(channels, 1, 1, 3, 3, seed=1)
+    calls = spy(monkeypatch, depthwise, path)
     got = convolution.conv_forward(x, w, geo)
     assert calls
     monkeypatch.setattr(depthwise, "DEPTHWISE_EINSUM_CHANNELS", 1 << 30)
+    monkeypatch.setattr(depthwise, "DEPTHWISE_ROWS_STRIDED_CHANNELS", 0)
+    taps = spy(monkeypatch, depthwise, "_depthwise_taps")
     np.testing.assert_allclose(got, convolution.conv_forward(x, w, geo), rtol=1e-6, atol=1e-6)
-    assert len(calls) == 1
+    assert len(calls) == 1 and taps
 
 
 @pytest.mark.parametrize("c_out, kernel, stride, length", [(64, 512, 4, 4000), (8, 33, 2, 301), (3, 40, 16, 400)])
