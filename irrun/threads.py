@@ -328,11 +328,14 @@ def _slicer(ndim_out: int, axis: int, a: np.ndarray, start: int, stop: int) -> n
     return a[tuple(index)]
 
 
-# A kernel that makes several passes over its data (cost 2 or more) takes each part in blocks of
-# about this many elements, every pass over a block while it is in the core's L2 (2 MiB), and its
-# temporaries a block's size: Swish over 96 x 112 x 112 on one core 2.3 -> 1.4 ms.  (Blocks of
-# 8-32 Ki elements lost on two cores: each block's NumPy calls take turns at the GIL.)
+# A kernel that makes several passes over its data (a cost of PASS_BLOCK_MIN_COST adds or more)
+# takes each part in blocks of about this many elements, every pass over a block while it is in
+# the core's L2 (2 MiB), and its temporaries a block's size: Swish over 96 x 112 x 112 on one core
+# 2.3 -> 1.4 ms, a Whisper-style encoder 36.7 -> 31.8 ms on two.  (Blocks of 8-32 Ki elements lost
+# on two cores: each block's NumPy calls take turns at the GIL; and a bias and ReLU, two passes,
+# lost 2% of the detector's time in blocks.)
 PASS_BLOCK_ELEMENTS = 1 << 17
+PASS_BLOCK_MIN_COST = 4
 
 
 def in_parts(fn: Callable, out: np.ndarray, *inputs: np.ndarray, cost: float = 1.0,
@@ -343,7 +346,7 @@ def in_parts(fn: Callable, out: np.ndarray, *inputs: np.ndarray, cost: float = 1
     of about PASS_BLOCK_ELEMENTS when `cost` says fn makes several passes.  `cost`: work per
     element relative to an add (a chain of transcendental functions pays sooner)."""
     parts = parts_for(int(out.size * cost))
-    blocked = cost >= 2 and out.size > parts * PASS_BLOCK_ELEMENTS
+    blocked = cost >= PASS_BLOCK_MIN_COST and out.size > parts * PASS_BLOCK_ELEMENTS
     order = memory_order(out)
     axis = split_axis(out.shape, max(parts, 2), whole_axes, order) if parts > 1 or blocked else None
     if axis is None:
