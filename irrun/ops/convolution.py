@@ -207,9 +207,11 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
         if threads.pool_owns_cores():
             parts = max(parts, min(threads.threads(), counts[0],
                                    row_elements * counts[0] * og // threads.GEMM_MACS_PER_PART))
-        if step >= counts[0] and threads.pool_owns_cores():
+        if step >= counts[0] and (threads.pool_owns_cores() or (parts == 1 and not positions_major)):
             # the columns fit one block: one GEMM, cut by `threads.matmul` along the filters
-            # (512 -> 512 channels at 7x7: rows of 4 and 3 outputs made GEMMs too narrow)
+            # (512 -> 512 channels at 7x7: rows of 4 and 3 outputs made GEMMs too narrow); on one
+            # thread, the same GEMM the blocks would run without their bookkeeping (a VAD's 1-D
+            # layers on 2-8 positions, 38 -> 25 us)
             view = rows_view(0, counts[0])
             buffer = np.empty(row_elements * counts[0], filters.dtype)
             columns = buffer.reshape(view.shape)
@@ -583,9 +585,15 @@ class _ConvolutionFamily(Op):
         whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
         if min(counts, default=1) <= 0:
             return None
-        if self.channels_last_output and pointwise_in_place(weights.shape, geo, whole, data.shape[2:]):
-            w_t = np.ascontiguousarray(weights[0].reshape(weights.shape[1], weights.shape[2]).T)
-            return lambda x, w: _pointwise_channels_last(x, w_t)
+        if pointwise_in_place(weights.shape, geo, whole, data.shape[2:]) and not depthwise_pays(weights.shape):
+            og, cg = weights.shape[1:3]
+            if self.channels_last_output:
+                w_t = np.ascontiguousarray(weights[0].reshape(og, cg).T)
+                return lambda x, w: _pointwise_channels_last(x, w_t)
+            # `_pointwise`'s product with nothing else around it: a squeeze-excite layer's 1x1 on
+            # one position took 20-40 us, half of it the general path's checks (EfficientNet: 32)
+            filters, n, spatial = weights.reshape(1, og, cg), data.shape[0], tuple(counts)
+            return lambda x, w: threads.matmul(filters, x.reshape(n, 1, cg, -1)).reshape(n, og, *spatial)
         rows_filter = row_filter(weights, geo, counts) if depthwise_pays(weights.shape) and rows_pay(weights.shape, geo) \
             else None
         return lambda x, w: _direct(x, weights, geo, whole, counts, rows_filter)
