@@ -54,6 +54,7 @@ def depthwise_pays(filter_shape) -> bool:
 
 
 def rows_pay(filter_shape, geo: Geometry) -> bool:
+    """Whether `_depthwise_rows` takes this depthwise filter (see DEPTHWISE_ROWS_CHANNELS)."""
     groups, og, *_ = filter_shape
     strided = any(s > 1 for s in geo.strides)
     return og == 1 and groups <= (DEPTHWISE_ROWS_STRIDED_CHANNELS if strided else DEPTHWISE_ROWS_CHANNELS)
@@ -87,7 +88,7 @@ def row_filter(w: np.ndarray, geo: Geometry, counts) -> list[tuple[int, int, int
 
 def depthwise(x, w, geo: Geometry, whole, counts, rows_filter=None) -> np.ndarray:
     """x [N, G, S...] with a filter [G, Og, 1, K...] -> [N, G, Og, O...] (`whole`: the padded
-    range of each spatial axis; `rows_filter`: `row_filter(w, counts)` where made already)."""
+    range of each spatial axis; `rows_filter`: `row_filter(w, geo, counts)` where made already)."""
     if rows_pay(w.shape, geo):
         if rows_filter is None:
             rows_filter = row_filter(w, geo, counts)
