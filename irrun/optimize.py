@@ -171,7 +171,7 @@ def _channels_last_into_depthwise(plan, steps: list) -> None:
     layer (EfficientNet's 96 channels at 112x112: 1.0 ms).  The values are the same; only the
     strides of the array differ, which the elementwise layers between follow (threads.in_parts
     cuts along the axis outermost in memory)."""
-    from .ops.convolution import pointwise_in_place, window_layout
+    from .ops.convolution import pointwise_unpadded, window_layout
     from .ops.depthwise import works_channels_last
     producers, readers = {}, {}
     for step in steps:
@@ -200,7 +200,7 @@ def _channels_last_into_depthwise(plan, steps: list) -> None:
             continue
         geo = head.op.geometry(weights.ndim - 2)
         whole, _ = window_layout(source.shape[2:], weights.shape[2:], geo)
-        if pointwise_in_place((1, *weights.shape), geo, whole, source.shape[2:]):
+        if pointwise_unpadded((1, *weights.shape), geo, whole, source.shape[2:]):
             head.op.channels_last_output = True
 
 

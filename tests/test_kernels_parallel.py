@@ -261,8 +261,8 @@ def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatc
     ((2, 64, 301), (5,), (1,), "_depthwise_rows"),            # 1-D: parts along the run
     ((1, 48, 30, 29), (3, 3), (2, 2), "_depthwise_rows"),     # strided: phases in each part
 ])
-def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two_threads, monkeypatch):
-    """A large depthwise layer on two threads gives the bits of one thread."""
+def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two_threads, monkeypatch, tmp_path):
+    """A large depthwise layer on two threads gives the bits of one thread, and OpenVINO's values."""
     monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
     x, w = rand(*x_shape), rand(x_shape[1], 1, 1, *kernel, seed=1)
     rank = len(kernel)
@@ -275,20 +275,10 @@ def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two
     assert splits == [2] and calls
     threads.set_threads(1)
     np.testing.assert_array_equal(parallel, convolution.conv_forward(x, w, geo))
-    np.testing.assert_allclose(parallel, _direct_sum(x, w, geo), rtol=1e-5, atol=1e-5)
-
-
-def _direct_sum(x, w, geo):
-    """Depthwise convolution by a sum over taps in float64 (pads of 1 each side)."""
-    rank = x.ndim - 2
-    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(1, 1)] * rank)
-    kernel = w.shape[3:]
-    counts = [(n + 2 - k) // s + 1 for n, k, s in zip(x.shape[2:], kernel, geo.strides)]
-    out = np.zeros(x.shape[:2] + tuple(counts))
-    for tap in np.ndindex(*kernel):
-        cut = tuple(slice(t, t + (c - 1) * s + 1, s) for t, c, s in zip(tap, counts, geo.strides))
-        out += padded[(slice(None), slice(None)) + cut] * w[(slice(None), 0, 0) + tap].reshape(-1, *[1] * rank)
-    return out
+    data = ops.parameter(list(x_shape), np.float32, name="x")
+    node = ops.group_convolution(data, ops.constant(w), list(strides), [1] * rank, [1] * rank, [1] * rank)
+    expected, = run_openvino(save(model_of(node, data), tmp_path), [x])
+    assert_close(parallel, expected)
 
 
 def test_im2col_blocks_in_parts_equal_one_thread(two_threads, monkeypatch):

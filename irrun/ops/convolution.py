@@ -136,7 +136,7 @@ def _pointwise_channels_last(x, w_t) -> np.ndarray:
     return np.moveaxis(product, 2, 1).reshape(n, w_t.shape[1], *x.shape[2:])
 
 
-def pointwise_in_place(filter_shape, geo: Geometry, whole, spatial) -> bool:
+def pointwise_unpadded(filter_shape, geo: Geometry, whole, spatial) -> bool:
     """A 1x1 filter [G, Og, Cg, 1...] of one group at stride 1 whose window covers the data as it
     is (no padding): what `_pointwise_channels_last` computes."""
     return filter_shape[0] == 1 and all(k == 1 for k in filter_shape[3:]) and all(s == 1 for s in geo.strides) \
@@ -585,15 +585,15 @@ class _ConvolutionFamily(Op):
         whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
         if min(counts, default=1) <= 0:
             return None
-        if pointwise_in_place(weights.shape, geo, whole, data.shape[2:]) and not depthwise_pays(weights.shape):
+        if pointwise_unpadded(weights.shape, geo, whole, data.shape[2:]) and not depthwise_pays(weights.shape):
             og, cg = weights.shape[1:3]
             if self.channels_last_output:
                 w_t = np.ascontiguousarray(weights[0].reshape(og, cg).T)
                 return lambda x, w: _pointwise_channels_last(x, w_t)
-            # `_pointwise`'s product with nothing else around it: a squeeze-excite layer's 1x1 on
-            # one position took 20-40 us, half of it the general path's checks (EfficientNet: 32)
-            filters, n, spatial = weights.reshape(1, og, cg), data.shape[0], tuple(counts)
-            return lambda x, w: threads.matmul(filters, x.reshape(n, 1, cg, -1)).reshape(n, og, *spatial)
+            # `_pointwise` alone: a squeeze-excite layer's 1x1 on one position took 20-40 us, half
+            # of it `_direct`'s choice of kernel and the padding check (EfficientNet has 32)
+            shape = (data.shape[0], og, *counts)
+            return lambda x, w: _pointwise(x, weights, geo).reshape(shape)
         rows_filter = row_filter(weights, geo, counts) if depthwise_pays(weights.shape) and rows_pay(weights.shape, geo) \
             else None
         return lambda x, w: _direct(x, weights, geo, whole, counts, rows_filter)

@@ -102,11 +102,8 @@ def _channels_last(x: np.ndarray, region) -> np.ndarray:
     """x [N, C, S...] as [N, S'..., C], zero-extended to `region` ((lo, hi) per spatial axis, as
     `zero_extended`) in the same copy: a padded copy and a transposed one took twice as long
     (MobileNetV3's depthwise layers, 0.7 ms of padding)."""
-    inside, widths, target = inside_region(x.shape[2:], region)
-    shape = (x.shape[0], *(hi - lo for lo, hi in region), x.shape[1])
-    out = np.zeros(shape, x.dtype) if any(left or right for left, right in widths) else np.empty(shape, x.dtype)
-    out[(slice(None),) + target] = np.moveaxis(x[(slice(None), slice(None)) + tuple(inside)], 1, -1)
-    return out
+    out = _phased_channels_last(x, region, 1)
+    return out.reshape(*out.shape[:-3], *out.shape[-2:])
 
 
 def _phased_channels_last(x: np.ndarray, region, stride: int) -> np.ndarray:
