@@ -4,6 +4,9 @@ single-threaded ones; the thread pool's settings (irrun/threads.py)."""
 import os
 import subprocess
 import sys
+import threading
+import time
+import warnings
 
 import numpy as np
 import openvino as ov
@@ -463,6 +466,56 @@ def test_a_failing_part_raises_after_all_parts_end(two_threads):
     with pytest.raises(ValueError, match="part failed"):
         threads.run_parts(part, [(0, 1), (1, 2)])
     assert done == [(0, 1)]
+
+
+def test_parts_run_on_the_pool_threads_and_callers_share_it(two_threads):
+    """The parts after the first run on the pool's workers; callers in several threads at once
+    all get every part run (the one holding the workers, the others running theirs themselves)."""
+    names = threads.run_parts(lambda a, b: threading.current_thread().name, [(0, 1), (1, 2)])
+    assert names[0] == threading.current_thread().name and names[1].startswith("irrun-")
+
+    def caller(k, results):
+        for _ in range(200):
+            out = threads.run_parts(lambda a, b: (k, a, b), [(0, 1), (1, 2)])
+            if out != [(k, 0, 1), (k, 1, 2)]:
+                results.append(out)
+                return
+        results.append("ok")
+
+    results = []
+    callers = [threading.Thread(target=caller, args=(k, results)) for k in range(4)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join(60)
+    assert results == ["ok"] * 4
+
+
+def test_parts_keep_the_callers_numpy_error_state(two_threads):
+    """A worker runs its part under the caller's np.errstate: an overflow the executor ignores must
+    not warn from the pool's threads."""
+    x = np.full(1 << 20, 1000, np.float32)
+    out = np.empty_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="ignore"):
+            threads.run_parts(lambda a, b: np.exp(x[a:b], out=out[a:b]), [(0, 1 << 19), (1 << 19, 1 << 20)])
+    assert np.isinf(out).all()
+
+
+def test_a_failing_first_part_waits_for_the_others(two_threads):
+    """The caller's own part failing still waits for the workers' (they write into shared outputs)."""
+    ended = []
+
+    def part(a, b):
+        if a == 0:
+            raise ValueError("first part failed")
+        time.sleep(0.05)
+        ended.append(a)
+
+    with pytest.raises(ValueError, match="first part failed"):
+        threads.run_parts(part, [(0, 1), (1, 2)])
+    assert ended == [1]
 
 
 def test_load_threads_option_and_cli(tmp_path):
