@@ -284,6 +284,27 @@ def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two
     assert_close(parallel, expected)
 
 
+def test_depthwise_inside_in_parts_equal_one_thread(two_threads, monkeypatch, tmp_path):
+    """A strided depthwise layer over channels-last data (`_depthwise_inside`) cuts the outputs
+    inside the data into parts: one thread's bits, OpenVINO's values."""
+    monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
+    x = np.moveaxis(rand(1, 58, 57, 96), -1, 1)            # channels innermost, as a 1x1 layer writes it
+    w = rand(96, 1, 1, 3, 3, seed=1)
+    geo = convolution.Geometry((2, 2), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
+    calls = spy(monkeypatch, depthwise, "_depthwise_inside")
+    splits = []
+    run_parts = threads.run_parts
+    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    parallel = convolution.conv_forward(x, w, geo)
+    assert splits == [2] and calls
+    threads.set_threads(1)
+    np.testing.assert_array_equal(parallel, convolution.conv_forward(x, w, geo))
+    data = ops.parameter([1, 96, 58, 57], np.float32, name="x")
+    node = ops.group_convolution(data, ops.constant(w), [2, 2], [1, 1], [1, 1], [1, 1])
+    expected, = run_openvino(save(model_of(node, data), tmp_path), [np.ascontiguousarray(x)])
+    assert_close(parallel, expected)
+
+
 def test_im2col_blocks_in_parts_equal_one_thread(two_threads, monkeypatch):
     """im2col blocks on two threads (BLAS single-threaded inside) give the bits of one thread."""
     monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)

@@ -474,6 +474,40 @@ def test_a_1x1_convolution_feeding_a_depthwise_one_writes_channels_last(monkeypa
         assert_close(a, b, rtol=1e-5, atol=1e-6, what=name)
 
 
+@pytest.mark.parametrize("batch, channels, size, kernel, stride, dilation, pads_begin, pads_end, taken", [
+    (1, 96, [56, 57], [3, 3], [2, 2], [1, 1], [1, 1], [1, 1], True),      # EfficientNet's
+    (2, 64, [64, 64], [5, 5], [2, 2], [1, 1], [2, 1], [1, 2], True),      # uneven pads
+    (1, 96, [56, 56], [3, 3], [2, 3], [2, 1], [2, 1], [2, 1], True),      # dilated, strides differ
+    (1, 64, [4100], [5], [2], [1], [2], [2], True),                       # 1-D
+    (1, 64, [8, 32, 32], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1], [0, 1, 1], True),   # 3-D
+    (1, 96, [24, 24], [3, 3], [2, 2], [1, 1], [1, 1], [1, 1], False),     # too small: copied
+    (1, 64, [64, 64], [3, 3], [1, 1], [1, 1], [1, 1], [1, 1], False),     # stride 1: by rows
+])
+def test_a_strided_depthwise_layer_reads_channels_last_data_where_it_lies(
+        batch, channels, size, kernel, stride, dilation, pads_begin, pads_end, taken, monkeypatch, tmp_path):
+    """Behind a 1x1 convolution that writes channels-last, a large strided depthwise layer takes
+    the outputs whose windows lie inside the data from the data itself, and only the borders from
+    a padded copy: OpenVINO's values, and optimize=False's (which copies it all) within the last
+    bits (the 1x1 convolution's GEMM runs transposed there)."""
+    import irrun.ops.depthwise as depthwise
+    made = []
+    inside = depthwise._depthwise_inside
+    monkeypatch.setattr(depthwise, "_depthwise_inside", lambda *a: made.append(a[5]) or inside(*a))
+    rank = len(size)
+    x = ops.parameter([batch, 16, *size], ov.Type.f32, name="x")
+    expand = ops.convolution(x, _c((channels, 16) + (1,) * rank, 0.3), [1] * rank, [0] * rank, [0] * rank,
+                             [1] * rank)
+    expand = ops.swish(ops.add(expand, _c((1, channels) + (1,) * rank, 0.1)))
+    dw = ops.group_convolution(expand, _c((channels, 1, 1, *kernel), 0.3), stride, pads_begin, pads_end, dilation)
+    xml = save(ov.Model([ops.result(ops.add(dw, _c((1, channels) + (1,) * rank, 0.1)))], [x]), tmp_path / "m.xml")
+    feeds = {"x": RNG.standard_normal((batch, 16, *size)).astype(np.float32)}
+    got = list(irrun.load(xml).infer(feeds).values())[0]
+    assert bool(made) == taken
+    assert_close(got, run_openvino(xml, [feeds["x"]])[0])
+    np.testing.assert_allclose(got, list(irrun.load(xml, optimize=False).infer(feeds).values())[0],
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_optimize_off_by_argument_environment_and_cli(tmp_path, monkeypatch):
     xml = save(_chain_model(), tmp_path)
     assert irrun.load(xml).optimize and fused_steps(irrun.load(xml))

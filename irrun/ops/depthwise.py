@@ -12,6 +12,11 @@ are, and so how much of the time is NumPy's per-loop overhead:
   windows, a loop over the channels per output position and tap.
 * `_depthwise_taps` (fewer: a multiplier of 2-4 on few channels): a multiply and an add per tap
   over blocks of channels.
+
+Each takes a channels-last copy of the data, padded, except `_depthwise_inside` (large strided
+layers whose data a 1x1 convolution wrote channels-last: see INSIDE_MIN_CHANNELS), which runs
+`_depthwise_einsum`'s product over the data as it lies for the outputs whose windows are inside
+it, and copies only what the border outputs read.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import threads
-from .window import inside_region, window_view, zero_extended
+from .window import effective_kernel, inside_region, tap_outputs, window_view, zero_extended
 
 if TYPE_CHECKING:
     from .convolution import Geometry
@@ -45,6 +50,19 @@ DEPTHWISE_BLOCK_ELEMENTS = 1 << 16
 # 56x56 243 -> 205; 96 at 28x28 5x5 130 -> 113; 96 at 112x112 1315 -> 1374; 240 at 28x28 143 -> 169.
 DEPTHWISE_ROWS_CHANNELS = 160
 DEPTHWISE_ROWS_STRIDED_CHANNELS = 80
+
+
+# A strided layer of this many channels or more, and input elements per sample, whose data is
+# channels-last already (a 1 x 1 convolution wrote it so: irrun/optimize.py) reads it where it is
+# for the outputs whose windows lie inside it, when they are at least INSIDE_MIN_SHARE of all, and
+# copies only the data the border outputs read, padded (`_depthwise_inside`): a strided layer's
+# output is a quarter of its input, so the padded copy took as long as the arithmetic.  One core,
+# us: 96 channels at 112x112, 3x3 / 2 1320 -> 830; 64 there 864 (by rows) -> 720; 144 at 56x56
+# 5x5 / 2 704 -> 609; 96 at 56x56 300 -> 255.  Smaller layers lost to the kernel by rows or to the
+# einsum over a copy: 72 at 56x56 194 -> 235, 80 there 223 -> 238, 128 at 28x28 97 -> 121.
+INSIDE_MIN_CHANNELS = 64
+INSIDE_MIN_ELEMENTS = 1 << 18
+INSIDE_MIN_SHARE = 0.85
 
 
 def depthwise_pays(filter_shape) -> bool:
@@ -89,6 +107,9 @@ def row_filter(w: np.ndarray, geo: Geometry, counts) -> list[tuple[int, int, int
 def depthwise(x, w, geo: Geometry, whole, counts, rows_filter=None) -> np.ndarray:
     """x [N, G, S...] with a filter [G, Og, 1, K...] -> [N, G, Og, O...] (`whole`: the padded
     range of each spatial axis; `rows_filter`: `row_filter(w, geo, counts)` where made already)."""
+    inside = _inside_outputs(x, w.shape, geo, whole, counts)
+    if inside is not None:
+        return _depthwise_inside(x, w, geo, whole, counts, inside)
     if rows_pay(w.shape, geo):
         if rows_filter is None:
             rows_filter = row_filter(w, geo, counts)
@@ -125,6 +146,61 @@ def _phased_channels_last(x: np.ndarray, region, stride: int) -> np.ndarray:
             out[(slice(None),) + tuple(target[:-1]) + (phase, slice(start // stride, start // stride + count))] = \
                 data[..., start - first::stride, :]
     return out
+
+
+def _inside_outputs(x, filter_shape, geo: Geometry, whole, counts) -> list[tuple[int, int]] | None:
+    """Per spatial axis, the outputs [first, stop) whose windows lie inside the data, where
+    `_depthwise_inside` pays for this layer (see INSIDE_MIN_CHANNELS); else None."""
+    groups, og, _, *kernel = filter_shape
+    if og != 1 or groups < INSIDE_MIN_CHANNELS or prod(x.shape[1:]) < INSIDE_MIN_ELEMENTS or \
+            all(s == 1 for s in geo.strides) or not np.moveaxis(x, 1, -1).flags.c_contiguous:
+        return None
+    inside = []
+    for size, (lo, _), k, s, d, count in zip(x.shape[2:], whole, kernel, geo.strides, geo.dilations, counts):
+        first, _ = tap_outputs(size, count, s, lo)
+        _, stop = tap_outputs(size, count, s, lo + effective_kernel(k, d) - 1)
+        if stop <= first:
+            return None
+        inside.append((first, stop))
+    if prod(b - a for a, b in inside) < INSIDE_MIN_SHARE * prod(counts):
+        return None
+    return inside
+
+
+def _depthwise_inside(x, w, geo: Geometry, whole, counts, inside) -> np.ndarray:
+    """`_depthwise_einsum` on channels-last data as it lies: the outputs `inside` (a box of whole
+    windows) from windows of the data itself, each border slab (the outputs before and after the
+    box along an axis, within the box along the axes before it) from a padded copy of the data it
+    reads.  x: [N, G, S...] whose channels are its innermost axis in memory."""
+    groups, _, _, *kernel = w.shape
+    n, rank = x.shape[0], len(kernel)
+    spans = [effective_kernel(k, d) for k, d in zip(kernel, geo.dilations)]
+    wl = np.ascontiguousarray(np.moveaxis(w.reshape(groups, *kernel), 0, -1))   # [K..., G]
+    out = np.empty((n, *counts, groups), np.result_type(x, w))
+    letters, taps = "abcdefgh"[:rank], "ijklmnop"[:rank]
+    subscripts = f"z{letters}g{taps},{taps}g->z{letters}g"
+    axes = range(1, 1 + rank)
+
+    start = tuple(slice(lo + a * s, None) for (lo, _), (a, _), s in zip(whole, inside, geo.strides))
+    windows = window_view(np.moveaxis(x, 1, -1)[(slice(None),) + start], kernel, axes, geo.strides, geo.dilations)
+    windows = windows[(slice(None),) + tuple(slice(0, b - a) for a, b in inside)]
+    target = out[(slice(None),) + tuple(slice(a, b) for a, b in inside)]
+
+    def rows(a, b):
+        np.einsum(subscripts, windows[:, a:b], wl, out=target[:, a:b])
+    # (a multiply-add per element and tap; a part pays from about a million of them)
+    length = inside[0][1] - inside[0][0]
+    threads.run_parts(rows, threads.bounds(length, threads.parts_for(target.size * prod(kernel) // 4, most=length)))
+    for axis in range(rank):
+        for lo_out, hi_out in ((0, inside[axis][0]), (inside[axis][1], counts[axis])):
+            if hi_out <= lo_out:
+                continue
+            slab = [inside[b] if b < axis else (lo_out, hi_out) if b == axis else (0, counts[b]) for b in range(rank)]
+            region = [(lo + a * s, lo + (b - 1) * s + span)
+                      for (lo, _), (a, b), s, span in zip(whole, slab, geo.strides, spans)]
+            border = window_view(_channels_last(x, region), kernel, axes, geo.strides, geo.dilations)
+            np.einsum(subscripts, border, wl, out=out[(slice(None),) + tuple(slice(a, b) for a, b in slab)])
+    return _to_channels_first(out, groups, 1, counts)
 
 
 def _to_channels_first(out: np.ndarray, groups: int, og: int, counts) -> np.ndarray:
