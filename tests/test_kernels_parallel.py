@@ -263,11 +263,16 @@ def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatc
     ((1, 96, 30, 29), (3, 3), (1, 2), "_depthwise_einsum"),
     ((2, 64, 301), (5,), (1,), "_depthwise_rows"),            # 1-D: parts along the run
     ((1, 48, 30, 29), (3, 3), (2, 2), "_depthwise_rows"),     # strided: phases in each part
+    ((1, 96, 58, 57), (3, 3), (2, 2), "_depthwise_inside"),   # channels-last data (as a 1x1 layer writes it)
 ])
 def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two_threads, monkeypatch, tmp_path):
     """A large depthwise layer on two threads gives the bits of one thread, and OpenVINO's values."""
     monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
-    x, w = rand(*x_shape), rand(x_shape[1], 1, 1, *kernel, seed=1)
+    w = rand(x_shape[1], 1, 1, *kernel, seed=1)
+    if path == "_depthwise_inside":       # (channels innermost in memory)
+        x = np.moveaxis(rand(x_shape[0], *x_shape[2:], x_shape[1]), -1, 1)
+    else:
+        x = rand(*x_shape)
     rank = len(kernel)
     geo = convolution.Geometry(strides, (1,) * rank, (1,) * rank, (1,) * rank, (0,) * rank, "explicit")
     calls = spy(monkeypatch, depthwise, path)
@@ -280,27 +285,6 @@ def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two
     np.testing.assert_array_equal(parallel, convolution.conv_forward(x, w, geo))
     data = ops.parameter(list(x_shape), np.float32, name="x")
     node = ops.group_convolution(data, ops.constant(w), list(strides), [1] * rank, [1] * rank, [1] * rank)
-    expected, = run_openvino(save(model_of(node, data), tmp_path), [x])
-    assert_close(parallel, expected)
-
-
-def test_depthwise_inside_in_parts_equal_one_thread(two_threads, monkeypatch, tmp_path):
-    """A strided depthwise layer over channels-last data (`_depthwise_inside`) cuts the outputs
-    inside the data into parts: one thread's bits, OpenVINO's values."""
-    monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
-    x = np.moveaxis(rand(1, 58, 57, 96), -1, 1)            # channels innermost, as a 1x1 layer writes it
-    w = rand(96, 1, 1, 3, 3, seed=1)
-    geo = convolution.Geometry((2, 2), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
-    calls = spy(monkeypatch, depthwise, "_depthwise_inside")
-    splits = []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
-    parallel = convolution.conv_forward(x, w, geo)
-    assert splits == [2] and calls
-    threads.set_threads(1)
-    np.testing.assert_array_equal(parallel, convolution.conv_forward(x, w, geo))
-    data = ops.parameter([1, 96, 58, 57], np.float32, name="x")
-    node = ops.group_convolution(data, ops.constant(w), [2, 2], [1, 1], [1, 1], [1, 1])
     expected, = run_openvino(save(model_of(node, data), tmp_path), [np.ascontiguousarray(x)])
     assert_close(parallel, expected)
 
