@@ -325,7 +325,7 @@ def run_parts(fn: Callable[[int, int], object], ranges: Sequence[tuple[int, int]
     An exception in any part is raised here, after every part has finished.  While another thread's
     parts hold the pool (threads sharing a model), this thread runs its parts itself."""
     if len(ranges) <= 1 or not _workers_taken.acquire(blocking=False):
-        return [_run_part(fn, *r) for r in ranges]
+        return [fn(*r) for r in ranges]     # (one range: what it calls may still split its own work)
     try:
         helpers = len(ranges) - 1
         while len(_workers) < helpers:

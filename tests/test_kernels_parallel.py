@@ -478,6 +478,8 @@ def test_parts_run_on_the_pool_threads_and_callers_share_it(two_threads):
     all get every part run (the one holding the workers, the others running theirs themselves)."""
     names = threads.run_parts(lambda a, b: threading.current_thread().name, [(0, 1), (1, 2)])
     assert names[0] == threading.current_thread().name and names[1].startswith("irrun-")
+    # one range is no part: what it runs may still split its own work (a single Winograd block's GEMMs)
+    assert threads.run_parts(lambda a, b: threads.in_part(), [(0, 1)]) == [False]
 
     def caller(k, results):
         for _ in range(200):
