@@ -115,24 +115,34 @@ def _blas_controller():
     return _blas_limiter or None
 
 
+_blas_libraries = None             # threadpoolctl's controllers of the BLAS libraries, once looked up
+
+
+def _blas_libs() -> list:
+    """threadpoolctl's controller of each BLAS library loaded ([] without threadpoolctl); their own
+    setters, where threadpoolctl's limit() and its restore took 6 us (a third of the executor's
+    own time in the audio net's 20 layers: `single_threaded_blas` runs once per inference)."""
+    global _blas_libraries
+    if _blas_libraries is None:
+        controller = _blas_controller()
+        _blas_libraries = [] if controller is None else \
+            [lib for lib in controller.lib_controllers if lib.user_api == "blas"]
+    return _blas_libraries
+
+
 def _set_blas_threads(n: int) -> None:
-    controller = _blas_controller()
-    if controller is not None:
-        controller.limit(limits=n, user_api="blas")
+    for lib in _blas_libs():
+        lib.set_num_threads(n)
 
 
 def blas_threads() -> int | None:
     """What BLAS uses now (None: unknown, threadpoolctl missing)."""
-    controller = _blas_controller()
-    if controller is None:
-        return None
-    counts = [lib.num_threads for lib in controller.lib_controllers if lib.user_api == "blas"]
+    counts = [lib.num_threads for lib in _blas_libs()]
     return max(counts) if counts else None
 
 
 _single_blas_blocks = 0            # callers inside single_threaded_blas (threads sharing a model)
 _single_blas_limit = None          # [(BLAS library's controller, its thread count before)] while any is
-_blas_libraries = None             # threadpoolctl's controllers of the BLAS libraries, once looked up
 
 
 @contextmanager
@@ -142,19 +152,14 @@ def single_threaded_blas():
     BLAS's thread count is the process's: blocks of several threads overlap, so the first to
     enter limits it and the last to leave restores it (nested limiters would restore out of
     order and leave BLAS on one thread for good)."""
-    global _single_blas_blocks, _single_blas_limit, _blas_libraries
-    controller = _blas_controller()
-    if controller is None or threads() == 1:
+    global _single_blas_blocks, _single_blas_limit
+    if _blas_controller() is None or threads() == 1:
         yield
         return
     with _lock:
         _single_blas_blocks += 1
         if _single_blas_blocks == 1:
-            # each library's own setter: threadpoolctl's limit() and restore took 6 us, a third of
-            # the executor's own time in the audio net's 20 layers (the setters take 1.7)
-            if _blas_libraries is None:
-                _blas_libraries = [lib for lib in controller.lib_controllers if lib.user_api == "blas"]
-            _single_blas_limit = [(lib, lib.num_threads) for lib in _blas_libraries]
+            _single_blas_limit = [(lib, lib.num_threads) for lib in _blas_libs()]
             for lib, _ in _single_blas_limit:
                 lib.set_num_threads(1)
     try:
