@@ -103,6 +103,41 @@ def test_precision_names():
         etypes.from_precision("fp32")  # case-sensitive, as in OpenVINO
 
 
+@pytest.mark.parametrize("threads_", [1, 2])
+def test_every_f16_widens_as_openvino_does(threads_, monkeypatch, tmp_path):
+    """All 65,536 f16 bit patterns, as a Const's values (decompressed at load) and as an input
+    (widened when fed), through the f16 -> f32 kernel by the bits: OpenVINO's f32 to the bit (signed
+    zeros, subnormals, infinities), NaN where it has NaN (the blocks with one go back to NumPy's
+    cast, which keeps a signalling NaN signalling where OpenVINO quiets it), in blocks and parts."""
+    from irrun import threads
+    before = threads.threads()
+    monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1 << 12)
+    monkeypatch.setattr(threads, "PASS_BLOCK_ELEMENTS", 1 << 10)
+    patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(256, 256)
+    x = ops.parameter([256, 256], ov.Type.f16, name="x")
+    const = ov.op.Constant(patterns)
+    model = ov.Model([ops.result(ops.convert(const, ov.Type.f32)), ops.result(ops.convert(x, ov.Type.f32))], [x])
+    xml = tmp_path / "m.xml"
+    ov.save_model(model, str(xml), compress_to_fp16=False)
+    expected = [out.data.copy() for out in _evaluated(CORE.read_model(str(xml)), [patterns])]
+    try:
+        threads.set_threads(threads_)
+        got = list(irrun.load(xml).infer({"x": patterns}).values())
+    finally:
+        threads.set_threads(before)
+    for a, b in zip(got, expected):
+        nan = np.isnan(b)
+        assert a.dtype == np.float32 and np.array_equal(np.isnan(a), nan) and nan.sum() == 2046
+        assert np.array_equal(a[~nan].view(np.uint32), b[~nan].view(np.uint32))
+
+
+def _evaluated(model, inputs):
+    """OpenVINO's reference evaluation of `model` on `inputs`."""
+    out = [ov.Tensor(o.get_element_type(), o.get_shape()) for o in model.outputs]
+    assert model.evaluate(out, [ov.Tensor(v) for v in inputs])
+    return out
+
+
 def test_threaded_decompression_survives_fork():
     """A child forked after a threaded f16 conversion converts on its own (the parent's pool has no
     threads in the child: without starting its own, the conversion would wait forever)."""

@@ -75,17 +75,43 @@ def convert_array(x: np.ndarray, dst: ElementType) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         if x.dtype.kind == "f" and carrier.kind == "f" and x.size >= threads.MIN_PART_ELEMENTS:
             return cast_in_parts(x, carrier)
+        if x.dtype == np.float16 and carrier == np.float32 and x.size >= F16_BITS_MIN_ELEMENTS:
+            return _f16_to_f32(x, np.empty(x.shape, carrier))
         return x.astype(carrier)
 
 
-# NumPy converts f16 one element at a time (4-5 ns each, no SIMD; f32 -> f16 about as slow): four
-# times the work of an add per element.  f16-compressed weights are all decompressed at load.
+# NumPy converts f16 one element at a time (f32 -> f16 0.9 ns each in cache, no SIMD): four times
+# the work of an add per element.  f16-compressed weights are all decompressed at load.
 _F16_CAST_COST = 4.0
+# f16 -> f32 by the bits (`_f16_to_f32`): f16's sign, exponent and mantissa moved to their f32 places
+# by a shift of the sign-extended int16 and a mask, then a scaling by 2^(127 - 15) that rebiases the
+# exponent (and makes f16's subnormals f32 normals), exact for every finite value.
+_F16_FIELDS_IN_F32 = np.int32(np.uint32(0x8FFFE000).view(np.int32))
+_F16_REBIAS = np.float32(2.0 ** 112)
+_F16_LARGEST = 65504.0
+F16_BITS_MIN_ELEMENTS = 1 << 16     # (at 16 Ki elements its six NumPy calls cost more than they save)
+
+
+def _f16_to_f32(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """dst[...] = src, f16 into f32, in four vectorised passes where NumPy's cast converts one element
+    at a time: 0.59 against 0.87 ns an element in cache (ResNet-18's 10 M f16 weights at load).
+    An infinity or NaN (exponent 31) comes out of them as a finite 2^16 or more: such a block is
+    converted again by NumPy."""
+    bits = dst.view(np.int32)
+    np.copyto(bits, src.view(np.int16))            # (sign-extended: the sign reaches bit 31)
+    np.left_shift(bits, 13, out=bits)
+    np.bitwise_and(bits, _F16_FIELDS_IN_F32, out=bits)
+    np.multiply(dst, _F16_REBIAS, out=dst)
+    if dst.size and (dst.max() > _F16_LARGEST or dst.min() < -_F16_LARGEST):
+        np.copyto(dst, src, casting="unsafe")
+    return dst
 
 
 def cast_in_parts(x: np.ndarray, dtype) -> np.ndarray:
     """x.astype(dtype) on every core when large (the cast releases the GIL)."""
     out = np.empty(x.shape, dtype)
+    if x.dtype == np.float16 and out.dtype == np.float32:
+        return threads.in_parts(_f16_to_f32, out, x, cost=_F16_CAST_COST)
     cost = _F16_CAST_COST if np.float16 in (x.dtype, out.dtype) else 1.0
     return threads.in_parts(lambda src, dst: np.copyto(dst, src, casting="unsafe"), out, x, cost=cost)
 
