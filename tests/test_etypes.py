@@ -23,12 +23,12 @@ VALUES = {
 }
 
 
-def _reference(xml):
-    """OpenVINO reads the IR back and evaluates it (reference, no plugin)."""
+def _reference(xml, inputs=()):
+    """OpenVINO reads the IR back and evaluates it (reference, no plugin): every output."""
     model = CORE.read_model(str(xml))
     out = [ov.Tensor(o.get_element_type(), o.get_shape()) for o in model.outputs]
-    assert model.evaluate(out, [])
-    return out[0].data.copy()
+    assert model.evaluate(out, [ov.Tensor(v) for v in inputs])
+    return [o.data.copy() for o in out]
 
 
 @pytest.mark.parametrize("name", sorted(VALUES))
@@ -40,7 +40,7 @@ def test_const_decoding_matches_openvino(name, tmp_path):
     model = ov.Model([ops.result(ops.convert(const, wide))], [])
     xml = tmp_path / "model.xml"
     ov.save_model(model, str(xml), compress_to_fp16=False)
-    expected = _reference(xml)
+    expected, = _reference(xml)
     got = irrun.load(xml).infer([])
     (value,) = got.values()
     assert_close(value, expected, rtol=0, atol=0)
@@ -119,7 +119,7 @@ def test_every_f16_widens_as_openvino_does(threads_, monkeypatch, tmp_path):
     model = ov.Model([ops.result(ops.convert(const, ov.Type.f32)), ops.result(ops.convert(x, ov.Type.f32))], [x])
     xml = tmp_path / "m.xml"
     ov.save_model(model, str(xml), compress_to_fp16=False)
-    expected = [out.data.copy() for out in _evaluated(CORE.read_model(str(xml)), [patterns])]
+    expected = _reference(xml, [patterns])
     try:
         threads.set_threads(threads_)
         got = list(irrun.load(xml).infer({"x": patterns}).values())
@@ -129,13 +129,6 @@ def test_every_f16_widens_as_openvino_does(threads_, monkeypatch, tmp_path):
         nan = np.isnan(b)
         assert a.dtype == np.float32 and np.array_equal(np.isnan(a), nan) and nan.sum() == 2046
         assert np.array_equal(a[~nan].view(np.uint32), b[~nan].view(np.uint32))
-
-
-def _evaluated(model, inputs):
-    """OpenVINO's reference evaluation of `model` on `inputs`."""
-    out = [ov.Tensor(o.get_element_type(), o.get_shape()) for o in model.outputs]
-    assert model.evaluate(out, [ov.Tensor(v) for v in inputs])
-    return out
 
 
 def test_threaded_decompression_survives_fork():

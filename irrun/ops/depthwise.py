@@ -152,8 +152,9 @@ def _inside_outputs(x, filter_shape, geo: Geometry, whole, counts) -> list[tuple
     """Per spatial axis, the outputs [first, stop) whose windows lie inside the data, where
     `_depthwise_inside` pays for this layer (see INSIDE_MIN_CHANNELS); else None."""
     groups, og, _, *kernel = filter_shape
-    if og != 1 or groups < INSIDE_MIN_CHANNELS or prod(x.shape[1:]) < INSIDE_MIN_ELEMENTS or \
-            all(s == 1 for s in geo.strides) or not np.moveaxis(x, 1, -1).flags.c_contiguous:
+    # (the layer's own attributes first: most depthwise layers leave at the first test or two)
+    if og != 1 or groups < INSIDE_MIN_CHANNELS or all(s == 1 for s in geo.strides) or \
+            prod(x.shape[1:]) < INSIDE_MIN_ELEMENTS or not np.moveaxis(x, 1, -1).flags.c_contiguous:
         return None
     inside = []
     for size, (lo, _), k, s, d, count in zip(x.shape[2:], whole, kernel, geo.strides, geo.dilations, counts):
