@@ -320,6 +320,18 @@ def test_swish_beta_fed_at_run_time(tmp_path):
 
 SMOOTH = {"Mish": ops4.mish, "SoftPlus": ops4.softplus, "SoftSign": ops9.softsign}
 
+EXPONENTIAL = {"Swish": lambda p: swish(p), "Swish beta 1.7": lambda p: swish(p, c(1.7)), "Sigmoid": ops.sigmoid,
+               "SoftPlus": ops4.softplus, "Mish": ops4.mish}
+
+
+@pytest.mark.parametrize("name", EXPONENTIAL)
+def test_exponential_activations_over_float32s_range(name, tmp_path):
+    """irrun takes exp(a x) as exp2 of the product x a log2(e), whose rounding error grows with
+    |a x|: every magnitude up to where exp overflows, densely, and tiny ones."""
+    tiny = np.logspace(-8, 0, 400)
+    x = np.concatenate([np.linspace(-100, 100, 40001), tiny, -tiny]).astype(np.float32)
+    compare(unary_model(EXPONENTIAL[name], [x.size]), [x], tmp_path)
+
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
 @pytest.mark.parametrize("name", SMOOTH)
