@@ -664,6 +664,25 @@ def test_im2col_blocks_run_in_parts_for_their_gemms(two_threads, monkeypatch, tm
     assert splits == [2]
 
 
+def test_strided_stem_over_phases_in_parts(two_threads, monkeypatch, tmp_path):
+    """A YOLOv5-style 6x6 / 2 stem, 3 -> 32 channels at 320 x 320 (88 M multiply-adds): the row-tap
+    kernel over the input's phases, its blocks in two parts; OpenVINO's outputs, and one thread's."""
+    x = ops.parameter([1, 3, 320, 320], np.float32, name="x")
+    w = ops.constant(rand(32, 3, 6, 6, seed=2, scale=1 / np.sqrt(108)))
+    xml = save(model_of(ops.convolution(x, w, [2, 2], [2, 2], [2, 2], [1, 1]), x), tmp_path / "stem")
+    loaded = irrun.load(xml)
+    assert loaded._plan.convolution_network
+    phases, splits = spy(monkeypatch, convolution, "_phase_taps"), []
+    run_parts = threads.run_parts
+    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    image = rand(1, 3, 320, 320, seed=4)
+    parallel = loaded.infer([image])[0]
+    assert phases and 2 in splits
+    assert_close(parallel, run_openvino(xml, [image])[0], rtol=1e-4, atol=1e-5)
+    threads.set_threads(1)
+    np.testing.assert_allclose(parallel, irrun.load(xml).infer([image])[0], rtol=1e-5, atol=1e-6)
+
+
 def test_networks_of_gemms_and_small_convolutions_keep_blas_threads(tmp_path):
     x = ops.parameter([1, 17, 64], np.float32, name="x")
     gemm = ops.matmul(x, ops.constant(rand(64, 64)), False, False)

@@ -480,6 +480,62 @@ def test_tap_by_tap_negative_pads_agree_with_im2col(rank, monkeypatch):
     assert calls == [1]
 
 
+# A stride dividing the kernel: the stride-1 row-tap kernel over the input's phases.  Per case: input
+# channels, spatial size, kernel, strides, pads_begin, pads_end, auto_pad.
+PHASE_CASES = {
+    "YOLOv5 stem": (3, [64, 64], [6, 6], [2, 2], [2, 2], [2, 2], "explicit"),
+    "uneven pads, odd size": (3, [17, 23], [4, 4], [2, 2], [0, 1], [3, 0], "explicit"),
+    "stride 3": (2, [13, 14], [6, 6], [3, 3], [1, 2], [0, 1], "explicit"),
+    "strides that differ": (5, [12, 9], [4, 3], [2, 1], [1, 1], [1, 1], "explicit"),
+    "same_upper": (3, [15, 16], [4, 4], [2, 2], [0, 0], [0, 0], "same_upper"),
+    "same_lower": (3, [15, 16], [6, 6], [2, 2], [0, 0], [0, 0], "same_lower"),
+    "valid": (4, [11, 12], [4, 6], [2, 3], [0, 0], [0, 0], "valid"),
+}
+
+
+@pytest.mark.parametrize("case", PHASE_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_strided_kernel_over_phases(case, dtype, monkeypatch, tmp_path):
+    """Two samples, against OpenVINO, then against im2col (whose GEMM adds the products in another
+    order: within the tolerance, not bit for bit)."""
+    channels, spatial, kernel, strides, pads_begin, pads_end, auto_pad = PHASE_CASES[case]
+    calls = []
+    phases = convolution._phase_taps
+    monkeypatch.setattr(convolution, "_phase_taps", lambda *args: calls.append(1) or phases(*args))
+    x = ops.parameter([2, channels, *spatial], dtype, name="x")
+    node = conv(x, ops.constant(rand(7, channels, *kernel, seed=1).astype(dtype)), strides, pads_begin, pads_end,
+                [1, 1], auto_pad)
+    data = rand(2, channels, *spatial).astype(dtype)
+    got = compare(model_of(node, x), [data], tmp_path, **(F16 if dtype == np.float16 else {}))
+    assert calls, "_phase_taps was not used"
+    monkeypatch.setattr(convolution, "_phase_taps_pay", lambda *args: False)
+    by_im2col = irrun.load(tmp_path / "model.xml").infer([data])
+    assert_close(next(iter(got.values())), next(iter(by_im2col.values())),
+                 **(F16 if dtype == np.float16 else dict(rtol=1e-5, atol=1e-5)))
+
+
+def test_strided_kernel_over_phases_negative_pads():
+    """Negative pads crop (OpenVINO runs none): against im2col."""
+    geo = convolution.Geometry((2, 2), (1, 1), (-1, 2), (2, -1), (0, 0), "explicit")
+    x, w = rand(2, 3, 13, 12), rand(1, 5, 3, 4, 6, seed=1)
+    whole, counts = convolution.window_layout(x.shape[2:], w.shape[3:], geo)
+    assert convolution._phase_taps_pay(w.shape, geo)
+    np.testing.assert_allclose(convolution._phase_taps(x, w, geo, whole, counts),
+                               convolution._im2col(x, w, geo, whole, counts), rtol=1e-5, atol=1e-5)
+
+
+def test_strided_kernel_over_phases_only_where_the_stride_divides_it():
+    strided = convolution.Geometry((2, 2), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
+    assert convolution._phase_taps_pay((1, 16, 3, 6, 6), strided)
+    assert not convolution._phase_taps_pay((1, 16, 3, 3, 3), strided)        # 3 taps over stride 2
+    assert not convolution._phase_taps_pay((1, 16, 3, 2, 2), strided)        # one tap a phase: a 1x1 layer
+    assert not convolution._phase_taps_pay((1, 128, 64, 4, 4), strided)      # 256 channels of phases
+    assert not convolution._phase_taps_pay((2, 8, 3, 6, 6), strided)         # grouped
+    dilated = convolution.Geometry((2, 2), (2, 2), (1, 1), (1, 1), (0, 0), "explicit")
+    assert not convolution._phase_taps_pay((1, 16, 3, 6, 6), dilated)
+    assert not convolution._phase_taps_pay((1, 16, 3, 6), convolution.Geometry((2,), (1,), (1,), (1,), (0,), "explicit"))
+
+
 def test_tap_by_tap_not_used_for_wide_or_strided_layers():
     geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
     whole, counts = [(-1, 15), (-1, 15)], [14, 14]
