@@ -40,7 +40,6 @@ import contextvars
 import os
 import threading
 from math import prod
-from contextlib import contextmanager
 from typing import Callable, Sequence
 
 import numpy as np
@@ -115,29 +114,46 @@ def _blas_controller():
     return _blas_limiter or None
 
 
-_blas_libraries = None             # threadpoolctl's controllers of the BLAS libraries, once looked up
+_blas_libraries = None             # a _BlasLibrary per BLAS library loaded, once looked up
 
 
-def _blas_libs() -> list:
-    """threadpoolctl's controller of each BLAS library loaded ([] without threadpoolctl); their own
-    setters, where threadpoolctl's limit() and its restore took 6 us (a third of the executor's
-    own time in the audio net's 20 layers: `single_threaded_blas` runs once per inference)."""
+class _BlasLibrary:
+    """A BLAS library's thread count, read and set by the library's own functions where
+    threadpoolctl has found them (OpenBLAS on its own threads): 0.09 and 0.14 us a call against
+    0.33 and 0.46 through its controller, whose setter also does nothing at all in any Python
+    thread but the one that first set the count.  Other libraries: through the controller."""
+
+    def __init__(self, controller):
+        get = put = None
+        if controller.internal_api == "openblas" and getattr(controller, "threading_layer", None) == "pthreads":
+            find = getattr(controller, "_get_symbol", None)
+            if find is not None:
+                get, put = find("openblas_get_num_threads"), find("openblas_set_num_threads")
+        if get is None or put is None:
+            get, put = (lambda: controller.num_threads), controller.set_num_threads
+        self.get, self.set = get, put
+
+
+def _blas_libs() -> list[_BlasLibrary]:
+    """The BLAS libraries loaded ([] without threadpoolctl), looked up once: `single_threaded_blas`
+    runs once per inference of a convolution network, where threadpoolctl's limit() and its
+    restore took 6 us (a third of the executor's own time in the audio net's 20 layers)."""
     global _blas_libraries
     if _blas_libraries is None:
         controller = _blas_controller()
         _blas_libraries = [] if controller is None else \
-            [lib for lib in controller.lib_controllers if lib.user_api == "blas"]
+            [_BlasLibrary(lib) for lib in controller.lib_controllers if lib.user_api == "blas"]
     return _blas_libraries
 
 
 def _set_blas_threads(n: int) -> None:
     for lib in _blas_libs():
-        lib.set_num_threads(n)
+        lib.set(n)
 
 
 def blas_threads() -> int | None:
     """What BLAS uses now (None: unknown, threadpoolctl missing)."""
-    counts = [lib.num_threads for lib in _blas_libs()]
+    counts = [lib.get() for lib in _blas_libs()]
     return max(counts) if counts else None
 
 
@@ -145,44 +161,57 @@ _single_blas_blocks = 0            # callers inside single_threaded_blas (thread
 _single_blas_limit = None          # [(BLAS library's controller, its thread count before)] while any is
 
 
-@contextmanager
-def single_threaded_blas():
+class _SingleThreadedBlas:
+    """The context manager `single_threaded_blas` returns (one object: its state is the module's).
+    A class rather than a generator, and no setter called for a library already on one thread:
+    entering and leaving took 3.2 us, a tenth of the audio net's executor time."""
+
+    def __enter__(self):
+        global _single_blas_blocks, _single_blas_limit
+        with _lock:
+            _single_blas_blocks += 1
+            if _single_blas_blocks == 1:
+                _single_blas_limit = [(lib, lib.get()) for lib in _blas_libs()]
+                for lib, count in _single_blas_limit:
+                    if count != 1:
+                        lib.set(1)
+
+    def __exit__(self, *exc):
+        global _single_blas_blocks, _single_blas_limit
+        with _lock:
+            _single_blas_blocks -= 1
+            if _single_blas_blocks == 0:
+                for lib, count in _single_blas_limit:
+                    if count != 1:
+                        lib.set(count)
+                _single_blas_limit = None
+
+
+_SINGLE_THREADED_BLAS = _SingleThreadedBlas()
+
+
+def single_threaded_blas() -> _SingleThreadedBlas:
     """BLAS on one thread for the block (parts on the pool call it side by side).
 
     BLAS's thread count is the process's: blocks of several threads overlap, so the first to
     enter limits it and the last to leave restores it (nested limiters would restore out of
     order and leave BLAS on one thread for good)."""
-    global _single_blas_blocks, _single_blas_limit
-    if _blas_controller() is None or threads() == 1:
-        yield
-        return
-    with _lock:
-        _single_blas_blocks += 1
-        if _single_blas_blocks == 1:
-            _single_blas_limit = [(lib, lib.num_threads) for lib in _blas_libs()]
-            for lib, _ in _single_blas_limit:
-                lib.set_num_threads(1)
-    try:
-        yield
-    finally:
-        with _lock:
-            _single_blas_blocks -= 1
-            if _single_blas_blocks == 0:
-                for lib, count in _single_blas_limit:
-                    lib.set_num_threads(count)
-                _single_blas_limit = None
+    return _SINGLE_THREADED_BLAS
 
 
-@contextmanager
-def parts_off():
+class parts_off:
     """No parts in this thread for the block: kernels run whole (a network whose GEMMs keep
-    OpenBLAS's threads spinning on the cores the parts would want: executor.Plan.blas_network)."""
-    before = in_part()
-    _in_part.active = True
-    try:
-        yield
-    finally:
-        _in_part.active = before
+    OpenBLAS's threads spinning on the cores the parts would want: executor.Plan.blas_network).
+    (A class: as a generator, entering and leaving took 0.9 us of each inference.)"""
+
+    __slots__ = ("before",)
+
+    def __enter__(self):
+        self.before = getattr(_in_part, "active", False)
+        _in_part.active = True
+
+    def __exit__(self, *exc):
+        _in_part.active = self.before
 
 
 def in_part() -> bool:

@@ -498,6 +498,23 @@ def test_parts_run_on_the_pool_threads_and_callers_share_it(two_threads):
     assert results == ["ok"] * 4
 
 
+def test_blas_held_to_one_thread_from_any_thread(two_threads):
+    """single_threaded_blas works in a thread other than the one that set BLAS's count (through
+    threadpoolctl's controller, whose setter ignores every thread but the first to set it, a
+    batch worker thread's convolution network ran beside BLAS's own threads)."""
+    threads._set_blas_threads(2)           # (this thread sets the count first)
+    seen = []
+
+    def in_another_thread():
+        with threads.single_threaded_blas():
+            seen.append(threads.blas_threads())
+        seen.append(threads.blas_threads())
+    worker = threading.Thread(target=in_another_thread)
+    worker.start()
+    worker.join()
+    assert seen == [1, 2]
+
+
 def test_parts_keep_the_callers_numpy_error_state(two_threads):
     """A worker runs its part under the caller's np.errstate: an overflow the executor ignores must
     not warn from the pool's threads."""
