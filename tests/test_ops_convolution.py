@@ -434,12 +434,13 @@ TAP_GEOMETRY = {
 
 @pytest.mark.parametrize("rank", [1, 2, 3])
 @pytest.mark.parametrize("kind", ["conv", "group_conv"])
-@pytest.mark.parametrize("block_columns", [1, 7, convolution.TAP_BLOCK_COLUMNS])
+@pytest.mark.parametrize("block_columns", [1, 7, 27, convolution.TAP_BLOCK_COLUMNS])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
 def test_stride_one_tap_by_tap(rank, kind, block_columns, dtype, monkeypatch, tmp_path):
     """Blocks of one output column, of a few (ending mid-row) and of whole maps; two samples; for
     integers the sums are exact in f64 before the CPU plugin's rounding.  A 2-D convolution of one
-    group takes the row-tap kernel (blocks of whole rows: one row, a few, the whole map)."""
+    group takes the row-tap kernel (blocks of whole rows: one row, three of the ten with a last
+    block of one that reaches into the bottom padding, the whole map)."""
     monkeypatch.setattr(convolution, "TAP_BLOCK_COLUMNS", block_columns)
     monkeypatch.setattr(convolution, "ROW_TAP_BLOCK_COLUMNS", block_columns)
     calls = []
