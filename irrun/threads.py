@@ -171,10 +171,13 @@ class _SingleThreadedBlas:
         with _lock:
             _single_blas_blocks += 1
             if _single_blas_blocks == 1:
-                _single_blas_limit = [(lib, lib.get()) for lib in _blas_libs()]
-                for lib, count in _single_blas_limit:
+                limited = []
+                for lib in _blas_libraries if _blas_libraries is not None else _blas_libs():
+                    count = lib.get()
                     if count != 1:
                         lib.set(1)
+                        limited.append((lib, count))
+                _single_blas_limit = limited
 
     def __exit__(self, *exc):
         global _single_blas_blocks, _single_blas_limit
@@ -182,8 +185,7 @@ class _SingleThreadedBlas:
             _single_blas_blocks -= 1
             if _single_blas_blocks == 0:
                 for lib, count in _single_blas_limit:
-                    if count != 1:
-                        lib.set(count)
+                    lib.set(count)
                 _single_blas_limit = None
 
 
