@@ -258,7 +258,7 @@ def _copy_region(src: np.ndarray, dst: np.ndarray, region) -> None:
 def _padded_rows(sample: np.ndarray, buffer: np.ndarray, whole, first: int, height: int, slack: int) -> np.ndarray:
     """Rows [first, first + height) of `sample` [..., C, spatial...] padded to `whole` ((lo, hi) per
     spatial axis), flattened per channel and followed by `slack` zeros, in `buffer`: the input of
-    the kernels whose shifts are contiguous slices (`_shifted_taps`, `_row_taps`)."""
+    `_shifted_taps`, whose shifts are then contiguous slices."""
     lead, padded = sample.shape[:-len(whole)], [hi - lo for lo, hi in whole[1:]]
     row = prod(padded)
     slab = buffer[:prod(lead) * (height * row + slack)].reshape(*lead, -1)
