@@ -313,11 +313,14 @@ def _softmax_into(x, out, axis: int | None):
         return out
     # One pass for the whole tensor's extremes instead of one maximum per row (a third of the
     # time of 128-wide rows) and the subtraction; masked scores (-1e4, -inf) and NaN take the rows'.
+    # (exp by exp2, as the activations above: ViT's 3 x 197 x 197 scores 119 -> 98 us)
+    log2_e = typed_constant(LOG2_E, out.dtype)
     if x.size >= _SOFTMAX_WHOLE_EXTREMES and -_SOFTMAX_EXP_SAFE < x.min() and x.max() < _SOFTMAX_EXP_SAFE:
-        np.exp(x, out=out)
+        np.multiply(x, log2_e, out=out)
     else:
         np.subtract(x, x.max(axis=axis, keepdims=True), out=out)   # max subtracted: exp cannot overflow
-        np.exp(out, out=out)
+        np.multiply(out, log2_e, out=out)
+    np.exp2(out, out=out)
     if axis == x.ndim - 1 and out.dtype in (np.float32, np.float64):
         out /= last_axis_sums(out)
     else:
