@@ -306,6 +306,7 @@ class Clamp(Activation):
 # below _SOFTMAX_WHOLE_EXTREMES elements the two extra calls cost more than they save
 _SOFTMAX_EXP_SAFE = 64.0
 _SOFTMAX_WHOLE_EXTREMES = 1024
+_SOFTMAX_EXP2_ELEMENTS = 1 << 18
 
 
 def _softmax_into(x, out, axis: int | None):
@@ -313,14 +314,17 @@ def _softmax_into(x, out, axis: int | None):
         return out
     # One pass for the whole tensor's extremes instead of one maximum per row (a third of the
     # time of 128-wide rows) and the subtraction; masked scores (-1e4, -inf) and NaN take the rows'.
-    # (exp by exp2, as the activations above: ViT's 3 x 197 x 197 scores 119 -> 98 us)
-    log2_e = typed_constant(LOG2_E, out.dtype)
+    # Within the caches, exp by exp2 as the activations above (ViT's 3 x 197 x 197 scores 119 -> 98
+    # us); beyond them the product is one more pass through memory (8 x 512 x 512: 1.37 -> 1.97 ms)
+    by_exp2 = x.size <= _SOFTMAX_EXP2_ELEMENTS
     if x.size >= _SOFTMAX_WHOLE_EXTREMES and -_SOFTMAX_EXP_SAFE < x.min() and x.max() < _SOFTMAX_EXP_SAFE:
-        np.multiply(x, log2_e, out=out)
+        start = x
     else:
-        np.subtract(x, x.max(axis=axis, keepdims=True), out=out)   # max subtracted: exp cannot overflow
-        np.multiply(out, log2_e, out=out)
-    np.exp2(out, out=out)
+        start = np.subtract(x, x.max(axis=axis, keepdims=True), out=out)   # exp cannot overflow then
+    if by_exp2:
+        np.exp2(np.multiply(start, typed_constant(LOG2_E, out.dtype), out=out), out=out)
+    else:
+        np.exp(start, out=out)
     if axis == x.ndim - 1 and out.dtype in (np.float32, np.float64):
         out /= last_axis_sums(out)
     else:
