@@ -164,11 +164,13 @@ _single_blas_limit = None          # [(BLAS library, its thread count before)] o
 class _SingleThreadedBlas:
     """The context manager `single_threaded_blas` returns (one object: its state is the module's).
     A class rather than a generator, the libraries' own functions, and no setter called for a
-    library already on one thread: entering and leaving 1.2 us, where a generator through
+    library already on one thread: entering and leaving 1.2-1.4 us, where a generator through
     threadpoolctl took 3.2, a tenth of the audio net's executor time."""
 
     def __enter__(self):
         global _single_blas_blocks, _single_blas_limit
+        if not _blas_limiter and _blas_controller() is None:   # (BLAS keeps its threads: GEMMs stay whole)
+            return
         with _lock:
             _single_blas_blocks += 1
             if _single_blas_blocks == 1:
@@ -182,6 +184,8 @@ class _SingleThreadedBlas:
 
     def __exit__(self, *exc):
         global _single_blas_blocks, _single_blas_limit
+        if not _blas_limiter and _blas_controller() is None:
+            return
         with _lock:
             _single_blas_blocks -= 1
             if _single_blas_blocks == 0:

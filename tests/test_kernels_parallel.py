@@ -515,6 +515,17 @@ def test_blas_held_to_one_thread_from_any_thread(two_threads):
     assert seen == [1, 2]
 
 
+def test_without_threadpoolctl_blas_keeps_its_threads_and_gemms_stay_whole(two_threads, monkeypatch):
+    """Where threadpoolctl cannot hold BLAS to one thread, kernels must not cut their GEMMs into
+    parts (each would run on BLAS's threads too)."""
+    monkeypatch.setattr(threads, "_blas_limiter", False)
+    with threads.single_threaded_blas():
+        assert not threads.pool_owns_cores()
+    monkeypatch.undo()
+    with threads.single_threaded_blas():
+        assert threads.pool_owns_cores()
+
+
 def test_parts_keep_the_callers_numpy_error_state(two_threads):
     """A worker runs its part under the caller's np.errstate: an overflow the executor ignores must
     not warn from the pool's threads."""
