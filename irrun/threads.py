@@ -214,7 +214,7 @@ class parts_off:
     __slots__ = ("before",)
 
     def __enter__(self):
-        self.before = getattr(_in_part, "active", False)
+        self.before = in_part()
         _in_part.active = True
 
     def __exit__(self, *exc):

@@ -38,7 +38,7 @@ from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from .depthwise import depthwise, depthwise_pays, row_filter, rows_pay
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
-from .window import (SAME, effective_kernel, inside_region, resolve_pads, transposed_output_dims,
+from .window import (SAME, effective_kernel, inside_region, resolve_pads, tap_outputs, transposed_output_dims,
                      window_output_dims, window_view, zero_extended)
 
 
@@ -428,26 +428,20 @@ def _phase_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
     taps = [k // s for k, s in zip(kernel, strides)]
     phased = [c + t - 1 for c, t in zip(counts, taps)]         # the phase grid's height and width
     phases = np.zeros((n, cg, *strides, *phased), x.dtype)
-    for py, px in np.ndindex(*strides):
-        # padded position q * s + p is input position q * s + p + lo: the q that land inside
-        (ya, yb, ra), (xa, xb, ca) = (_phase_span(q, s, p, lo, size) for q, s, p, lo, size in
-                                      zip(phased, strides, (py, px), (whole[0][0], whole[1][0]), x.shape[2:]))
-        if yb > ya and xb > xa:
-            phases[:, :, py, px, ya:yb, xa:xb] = \
-                x[:, :, ra:ra + (yb - ya - 1) * strides[0] + 1:strides[0], ca:ca + (xb - xa - 1) * strides[1] + 1:strides[1]]
+    for phase in np.ndindex(*strides):
+        # phase-grid position q is input position q * s + p + lo: the q that land inside the input
+        target, source = [], []
+        for q, s, p, (lo, _), size in zip(phased, strides, phase, whole, x.shape[2:]):
+            a, b = tap_outputs(size, q, s, p + lo)
+            target.append(slice(a, b))
+            source.append(slice(a * s + p + lo, (b - 1) * s + p + lo + 1, s))
+        if all(t.stop > t.start for t in target):
+            phases[(slice(None), slice(None)) + phase + tuple(target)] = x[(slice(None), slice(None)) + tuple(source)]
     filters = w[0].reshape(og, cg, taps[0], strides[0], taps[1], strides[1]).transpose(0, 1, 3, 5, 2, 4)
     filters = np.ascontiguousarray(filters).reshape(1, og, cg * prod(strides), *taps)
     flat = Geometry((1, 1), (1, 1), (0, 0), (0, 0), (0, 0), "explicit")
     return _row_taps(phases.reshape(n, cg * prod(strides), *phased), filters, flat,
                      [(0, size) for size in phased], counts)
-
-
-def _phase_span(count: int, stride: int, phase: int, lo: int, size: int) -> tuple[int, int, int]:
-    """(first, stop, input position of first): the phase-grid positions q < count whose input
-    position q * stride + phase + lo lies in [0, size)."""
-    first = max(0, -(-(-lo - phase) // stride))
-    stop = min(count, (size - 1 - lo - phase) // stride + 1)
-    return first, stop, first * stride + phase + lo
 
 
 def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
