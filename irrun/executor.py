@@ -10,8 +10,8 @@ Binding.  An op may specialise its kernel for the types known at load by
 defining `bind(step: StepInfo) -> callable | None` (None: use `run`).  The
 plan tells it which outputs anyone reads and which inputs it may overwrite
 (`StepInfo.consumable`), so an elementwise op can write into an input that
-dies here instead of allocating.  Bound kernels run inside one
-`np.errstate(all="ignore")` for the whole call (overflow wraps, x/0 is inf,
+dies here instead of allocating.  Bound kernels run with every
+floating-point error ignored for the whole call (irrun/float_errors.py) (overflow wraps, x/0 is inf,
 as in C++), so they need no errstate of their own.
 
 Overwriting an input is safe when nothing can observe its buffer afterwards.
@@ -37,7 +37,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import threads
+from . import float_errors, threads
 from .analysis import SINK_TYPES, Analysis, Node
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
@@ -113,6 +113,8 @@ class Variant:
 
     steps: list[Step]
     program: list[tuple]
+    program_steps: list[Step]         # the step each entry of `program` runs
+    results: list[int]                # the slots `program` leaves the model's results in
     folded_before: dict[int, list[Node]] = field(default_factory=dict)   # like Plan.folded_before
     routes: dict[tuple, "_Route"] = field(default_factory=dict)
 
@@ -124,6 +126,8 @@ class Variant:
             found = self._hidden = frozenset(n.id for step in self.steps for n in step.members[:-1])
         return found
 
+
+_NO_CHANGE = nullcontext()     # (reusable: it holds no state)
 
 # A GEMM of this many multiply-adds runs on several of OpenBLAS's threads (`Plan.blas_network`)
 BLAS_SPIN_MACS = 1 << 20
@@ -274,6 +278,7 @@ class Plan:
         self._variant_lock = threading.Lock()
         self.main = self.variant(frozenset())
         self.steps, self._program = self.main.steps, self.main.program
+        self._program_steps, self._program_results = self.main.program_steps, self.main.results
 
     def _constant_as_read(self, node: Node, i: int, s: int, read_constant) -> int:
         """The slot of constant input i as `node` reads it: a slot of its own when that differs."""
@@ -310,14 +315,21 @@ class Plan:
             steps = rewrite(self, steps, keep)
         self._schedule_frees(steps)
         self._bind_kernels(steps)
-        program = []
+        program, program_steps, results = [], [], list(self.result_slots)
         for step in steps:
-            entry = step.program()
             if None in step.out_nbytes:
                 step.check = StepCheck(self, step)
+            if step.node.layer.op_type == "Result" and step.inputs[0] in step.free:
+                # (the last reader of its tensor passes it on unchanged: the loop's run leaves it
+                # where it is; a watched run, which runs every step, still runs it)
+                results[results.index(step.outputs[0])] = step.inputs[0]
+                continue
+            entry = step.program()
+            if step.check is not None:
                 entry = (checked(step.check, entry[2]),) + entry[1:]
             program.append(entry)
-        variant = Variant(steps, program)
+            program_steps.append(step)
+        variant = Variant(steps, program, program_steps, results)
         # folded layers: reported before the first step that comes after them in the layer order
         k = 0
         for position in sorted(self.folded_before):
@@ -513,15 +525,18 @@ class Plan:
         slots = self._initial.copy()
         for pid, s in self.parameter_slots.items():
             slots[s] = feeds[pid]
-        with np.errstate(all="ignore"), \
-                (threads.single_threaded_blas() if self.convolution_network else
-                 threads.parts_off() if self.blas_network else nullcontext()):
-            if watchers:
-                variant = self.variant_for(watchers)
-                self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))
-            else:
-                self._run_static(slots)
-        return [slots[s] for s in self.result_slots]
+        quiet = float_errors.ignore()
+        try:
+            with (threads.single_threaded_blas() if self.convolution_network else
+                  threads.parts_off() if self.blas_network else _NO_CHANGE):
+                if watchers:
+                    variant = self.variant_for(watchers)
+                    self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))
+                else:
+                    self._run_static(slots)
+        finally:
+            float_errors.restore(quiet)
+        return [slots[s] for s in (self.result_slots if watchers else self._program_results)]
 
     def _run_static(self, slots: list) -> None:
         """The fast loop: kernels are bound, nothing is looked up; sizes were checked at load, or
@@ -539,7 +554,7 @@ class Plan:
                 for s in free:
                     slots[s] = None
         except Exception as exc:  # noqa: BLE001 - any kernel failure is reported at its layer
-            step = self.steps[k]
+            step = self._program_steps[k]
             raise self._located(step.node, exc, args if len(step.inputs) != 1 else (args,)) from None
 
     def _run_checked(self, slots: list, variant: Variant, watching: Watching | None) -> None:

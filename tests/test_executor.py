@@ -173,3 +173,61 @@ def test_malloc_left_alone_when_asked(tmp_path):
         env = {**__import__("os").environ, "IRRUN_MALLOC": setting}
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
         assert out.stdout.strip() == expected
+
+
+def test_inference_ignores_float_errors_under_the_callers_other_settings(tmp_path, monkeypatch):
+    """Every kernel runs with floating-point errors ignored (irrun/float_errors.py), whatever the
+    caller set, and under the caller's buffer size; the caller's state is back afterwards, and a
+    change the caller makes between calls is seen by the next one."""
+    import warnings
+    from irrun.registry import implementation
+    p = ops.parameter([1, 4], ov.Type.f32)
+    y = ops.divide(ops.exp(ops.multiply(p, _c((1, 4)))), ops.relu(p))
+    compare(ov.Model([ops.result(y)], [p]), [np.array([[100, -100, 0, 3]], np.float32)], tmp_path)
+    xml = tmp_path / "model.xml"
+    seen = []
+    relu = implementation("Relu", 1)
+    kernel = relu.run
+    monkeypatch.setattr(relu, "run", lambda self, x: seen.append((np.geterr(), np.getbufsize())) or kernel(self, x))
+    model = irrun.load(xml, optimize=False)
+    x = np.array([[100, -100, 0, 3]], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for size in (8192, 16384):
+            with np.errstate(all="raise"):
+                np.setbufsize(size)
+                try:
+                    model.infer([x])
+                    assert np.geterr() == {"divide": "raise", "over": "raise", "under": "raise", "invalid": "raise"}
+                finally:
+                    np.setbufsize(8192)
+    ignored = {"divide": "ignore", "over": "ignore", "under": "ignore", "invalid": "ignore"}
+    assert seen == [(ignored, 8192), (ignored, 16384)]
+
+
+def test_results_read_where_their_tensors_are(tmp_path, monkeypatch):
+    """A Result that is its tensor's last reader is not a step of the fast loop (the loop leaves the
+    tensor where the Result finds it); one whose tensor a later layer reads and one of an input
+    still give their values, and a failing layer after a skipped
+    Result is still the one named."""
+    from irrun.registry import implementation
+    p = ops.parameter([1, 4], ov.Type.f32)
+    a = ops.relu(p)
+    b = ops.softmax(ops.multiply(a, _c((1, 4))), 1)
+    model = ov.Model([ops.result(a), ops.result(b), ops.result(p), ops.result(ops.add(a, b))], [p])
+    compare(model, [_x((1, 4))], tmp_path)
+    xml = tmp_path / "model.xml"
+    plan = irrun.load(xml, optimize=False)._plan
+    results = [k for k, s in enumerate(plan.steps) if s.node.layer.op_type == "Result"]
+    skipped = [k for k in results if plan.steps[k] not in plan._program_steps]
+    assert skipped and len(plan._program) == len(plan.steps) - len(skipped)
+    # a skipped Result before the failing layer: the loop's index is no longer the step's
+    p = ops.parameter([1, 4], ov.Type.f32)
+    model = ov.Model([ops.result(ops.relu(p)), ops.result(ops.softmax(ops.multiply(p, _c((1, 4))), 1))], [p])
+    xml = save(model, tmp_path / "failing.xml")
+    plan = irrun.load(xml, optimize=False)._plan
+    kinds = [s.node.layer.op_type for s in plan.steps]
+    assert kinds.index("Result") < kinds.index("Softmax") and plan.steps[kinds.index("Result")] not in plan._program_steps
+    monkeypatch.setattr(implementation("Softmax", 8), "run", lambda self, x: 1 / 0)
+    with pytest.raises(irrun.ModelError, match=r"Softmax.*ZeroDivisionError"):
+        irrun.load(xml, optimize=False).infer([_x((1, 4))])
