@@ -123,11 +123,15 @@ def executor_overhead_us(model, inputs, repeat: int = 50) -> float | None:
     if program is None or plan.dynamic or not plan.steps:
         return None
     feeds = model._feeds(inputs)
+    # (plans that write their loop out as code make it again from the program: irrun/fast_loop.py)
+    recompile = getattr(plan, "compile_program", lambda: None)
     plan._program = [(_nothing,) + entry[1:] for entry in program]
+    recompile()
     try:
         best = min(_timed(lambda: plan.run(feeds)) for _ in range(repeat))
     finally:
         plan._program = program
+        recompile()
     return best / len(getattr(plan, "layer_steps", plan.steps)) * 1e6
 
 

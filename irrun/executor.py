@@ -37,7 +37,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import float_errors, threads
+from . import fast_loop, float_errors, threads
+from .fast_loop import straight_line
 from .analysis import SINK_TYPES, Analysis, Node
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
@@ -279,6 +280,7 @@ class Plan:
         self.main = self.variant(frozenset())
         self.steps, self._program = self.main.steps, self.main.program
         self._program_steps, self._program_results = self.main.program_steps, self.main.results
+        self._written_out, self._loop_runs = None, 0
 
     def _constant_as_read(self, node: Node, i: int, s: int, read_constant) -> int:
         """The slot of constant input i as `node` reads it: a slot of its own when that differs."""
@@ -538,10 +540,26 @@ class Plan:
             float_errors.restore(quiet)
         return [slots[s] for s in (self.result_slots if watchers else self._program_results)]
 
+    def compile_program(self) -> Callable[[list], None]:
+        """The fast loop for `_program` as it is now written out as code (irrun/fast_loop.py; done
+        by `_run_static` after `fast_loop.WRITE_OUT_AFTER` runs; benchmarks/measure.py swaps the
+        kernels and calls it)."""
+        self._written_out = straight_line(self._program, [step.inputs for step in self._program_steps],
+                                          self._failed_at)
+        return self._written_out
+
     def _run_static(self, slots: list) -> None:
         """The fast loop: kernels are bound, nothing is looked up; sizes were checked at load, or
-        are checked by the kernels of the steps that need it (`shape_check.checked`)."""
-        k, args = 0, ()
+        are checked by the kernels of the steps that need it (`shape_check.checked`).  Once the
+        plan has run a number of times, the same steps written out as code (irrun/fast_loop.py)."""
+        written_out = self._written_out
+        if written_out is None and self._loop_runs >= fast_loop.WRITE_OUT_AFTER:
+            written_out = self.compile_program()
+        if written_out is not None:
+            written_out(slots)
+            return
+        self._loop_runs += 1
+        k = 0
         try:
             for k, (kernel, gather, spread, single, outs, free) in enumerate(self._program):
                 args = gather(slots)
@@ -554,8 +572,11 @@ class Plan:
                 for s in free:
                     slots[s] = None
         except Exception as exc:  # noqa: BLE001 - any kernel failure is reported at its layer
-            step = self._program_steps[k]
-            raise self._located(step.node, exc, args if len(step.inputs) != 1 else (args,)) from None
+            raise self._failed_at(k, exc, slots) from None
+
+    def _failed_at(self, k: int, exc: Exception, slots: list) -> IrrunError:
+        step = self._program_steps[k]
+        return self._located(step.node, exc, tuple(slots[s] for s in step.inputs))
 
     def _run_checked(self, slots: list, variant: Variant, watching: Watching | None) -> None:
         """Dynamic shapes (sizes checked before each step that was not sized at load) and watchers."""

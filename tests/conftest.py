@@ -10,6 +10,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def optimize_both_ways(request, monkeypatch):
     """Runs a test with `irrun.load`'s default optimisation on and off (IRRUN_OPTIMIZE, which the
     default honours): the whole-model modules use it, so that every change of irrun/optimize.py is
-    checked against OpenVINO both ways in the normal suite.  Returns whether it is on."""
-    monkeypatch.setenv("IRRUN_OPTIMIZE", "1" if request.param == "optimized" else "0")
-    return request.param == "optimized"
+    checked against OpenVINO both ways in the normal suite.  Returns whether it is on.
+    Optimised, plans also run their steps written out as code from the first inference (as a plan
+    does after `fast_loop.WRITE_OUT_AFTER` runs); unoptimised, through the executor's loop."""
+    from irrun import fast_loop
+    optimized = request.param == "optimized"
+    monkeypatch.setenv("IRRUN_OPTIMIZE", "1" if optimized else "0")
+    monkeypatch.setattr(fast_loop, "WRITE_OUT_AFTER", 0 if optimized else 1 << 62)
+    return optimized
