@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ class Weights:
             self._map = memoryview(data).cast("B").toreadonly()   # (read-only, as a mapped file is)
         else:
             self._file = open(path, "rb")
+            # (closed with the weights: a file left to the garbage collector warns, ResourceWarning)
+            self._closer = weakref.finalize(self, self._file.close)
             self.size = self._file.seek(0, 2)
             # mmap cannot map an empty file; an empty .bin simply holds nothing.
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
@@ -76,7 +79,7 @@ class Weights:
             except BufferError:  # arrays still view the map; the OS frees it with them
                 pass
         if self._file is not None:
-            self._file.close()
+            self._closer()
 
     def check(self, offset: int, size: int, etype: ElementType,
               shape: tuple[int, ...]) -> tuple[str, str] | None:

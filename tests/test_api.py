@@ -319,3 +319,18 @@ def test_xml_with_a_byte_order_mark_is_still_xml(prefix, tmp_path):
     assert irrun.validate(path).ok
     path.write_bytes(prefix + b"  \n" + relu_model().encode())   # XML, but the declaration must come first
     assert irrun.validate(path).codes() == ["E-XML-SYNTAX"]
+
+
+def test_a_dropped_model_closes_its_weights_file():
+    """The mapped .bin's file is closed with the model, not left to the garbage collector (which
+    warns: ResourceWarning, an error under `-W error`)."""
+    import gc
+    import warnings
+    xml = Path(irrun.__file__).resolve().parent.parent / "models" / "digits" / "model.xml"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = irrun.load(xml)
+        m.infer(np.load(xml.parent / "digit7.npy"))
+        del m
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]

@@ -192,7 +192,7 @@ def test_inference_ignores_float_errors_under_the_callers_other_settings(tmp_pat
     model = irrun.load(xml, optimize=False)
     x = np.array([[100, -100, 0, 3]], np.float32)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", RuntimeWarning)
         for size in (8192, 16384):
             with np.errstate(all="raise"):
                 np.setbufsize(size)
