@@ -56,12 +56,20 @@ class NpzArchive(Mapping):
         self.path = Path(path)
         if not self.path.is_file():
             raise InputError(f"{path}: no such file")
+        # (opened here, so that it is closed when NumPy cannot read it: np.load leaves a damaged
+        # zip's file open, ResourceWarning)
+        file = open(self.path, "rb")
         try:
-            self._npz = np.load(self.path, allow_pickle=False)
+            self._npz = np.load(file, allow_pickle=False)
+            if not isinstance(self._npz, np.lib.npyio.NpzFile):
+                raise InputError(f"{path}: is a single .npy array, not a .npz archive of named arrays")
         except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            file.close()
             raise InputError(f"{path}: not a readable .npz archive ({exc})") from None
-        if not isinstance(self._npz, np.lib.npyio.NpzFile):
-            raise InputError(f"{path}: is a single .npy array, not a .npz archive of named arrays")
+        except BaseException:
+            file.close()
+            raise
+        self._file = file
 
     def __getitem__(self, key: str) -> np.ndarray:
         try:
@@ -81,6 +89,7 @@ class NpzArchive(Mapping):
 
     def close(self):
         self._npz.close()
+        self._file.close()
 
     def __enter__(self):
         return self

@@ -147,6 +147,10 @@ class _Worker:
                 self._events.put((self, message))
         except Exception:  # noqa: BLE001 - a torn message is a dead worker too
             pass
+        try:
+            self.process.stdout.close()
+        except OSError:
+            pass
         self._events.put((self, None))
 
 

@@ -125,8 +125,16 @@ def test_local_jobs_2_matches_infer_and_reports_bad_samples(digits_set, tmp_path
 
 
 def test_python_api_yields_outputs_and_errors(digits_set):
+    """... and the workers' pipes are closed, not left to the garbage collector (ResourceWarning)."""
+    import gc
+    import warnings
     folder, expected = digits_set
-    seen = dict(batch.run(DIGITS, folder, jobs=2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        seen = dict(batch.run(DIGITS, folder, jobs=2))
+        time.sleep(0.2)          # (each worker's reader closes its pipe once the worker has exited)
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
     assert set(seen) == set(expected) | set(BAD)
     for sample_id, outputs in expected.items():
         assert np.array_equal(seen[sample_id]["probabilities"], outputs["probabilities"])

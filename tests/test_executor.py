@@ -111,7 +111,8 @@ def test_fast_loop_names_the_failing_layer(tmp_path, monkeypatch):
 def _resident_kib(path) -> int | None:
     """Resident KiB of this process's mappings of `path` (None where /proc/self/smaps is missing)."""
     try:
-        lines = open("/proc/self/smaps").read().splitlines()
+        with open("/proc/self/smaps") as f:
+            lines = f.read().splitlines()
     except OSError:
         return None
     total, inside = 0, False
