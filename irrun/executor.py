@@ -10,9 +10,9 @@ Binding.  An op may specialise its kernel for the types known at load by
 defining `bind(step: StepInfo) -> callable | None` (None: use `run`).  The
 plan tells it which outputs anyone reads and which inputs it may overwrite
 (`StepInfo.consumable`), so an elementwise op can write into an input that
-dies here instead of allocating.  Bound kernels run with every
-floating-point error ignored for the whole call (irrun/float_errors.py) (overflow wraps, x/0 is inf,
-as in C++), so they need no errstate of their own.
+dies here instead of allocating.  Bound kernels run with NumPy's
+floating-point errors ignored for the whole call (overflow wraps, x/0 is inf,
+as in C++: irrun/float_errors.py), so they need no errstate of their own.
 
 Overwriting an input is safe when nothing can observe its buffer afterwards.
 The plan proves it from the graph: the input must be produced by an op that
