@@ -93,11 +93,18 @@ def threads() -> int:
 
 def set_threads(n: int | None) -> int:
     """Use `n` threads from now on (None: `default_threads()`), for irrun's parts and for BLAS."""
-    global _threads
+    global _threads, _single_blas_limit
     count = default_threads() if n is None else check_count(n)
+    libs = _blas_libs()
     with _lock:
         changed = count != _threads
         _threads = count
+        if changed and _single_blas_blocks:
+            # BLAS stays on one thread while a block holds it (a convolution network's run, whose
+            # parts call it side by side: set now, their GEMMs would all queue for BLAS's own
+            # threads), and gets the new count when the last block ends, not the one from before
+            _single_blas_limit = [(lib, count) for lib in libs]
+            changed = False
     if changed:
         _set_blas_threads(count)
     return count

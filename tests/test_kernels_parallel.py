@@ -515,6 +515,28 @@ def test_blas_held_to_one_thread_from_any_thread(two_threads):
     assert seen == [1, 2]
 
 
+def test_thread_count_set_while_blas_is_held_takes_effect_when_released(two_threads, monkeypatch):
+    """set_threads inside a single_threaded_blas block (another thread's call, or the first use of
+    `threads()`, which sets the default count) leaves BLAS on one thread until the block ends, then
+    gives it the new count, not the one from before the block."""
+    if threads.blas_threads() is None:
+        pytest.skip("threadpoolctl cannot read BLAS's thread count here")
+    with threads.single_threaded_blas():
+        threads.set_threads(1)
+        assert threads.blas_threads() == 1
+        threads.set_threads(2)
+        assert threads.blas_threads() == 1 and threads.threads() == 2
+    assert threads.blas_threads() == 2
+    with threads.single_threaded_blas():
+        threads.set_threads(1)
+    assert threads.blas_threads() == 1 and threads.threads() == 1
+    threads.set_threads(2)
+    monkeypatch.setattr(threads, "_threads", None)     # (a process whose first kernel runs inside a block)
+    with threads.single_threaded_blas():
+        assert threads.threads() == threads.default_threads() and threads.blas_threads() == 1
+    assert threads.blas_threads() == threads.default_threads()
+
+
 def test_without_threadpoolctl_blas_keeps_its_threads_and_gemms_stay_whole(two_threads, monkeypatch):
     """Where threadpoolctl cannot hold BLAS to one thread, kernels must not cut their GEMMs into
     parts (each would run on BLAS's threads too)."""
