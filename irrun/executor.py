@@ -553,7 +553,8 @@ class Plan:
         are checked by the kernels of the steps that need it (`shape_check.checked`).  Once the
         plan has run a number of times, the same steps written out as code (irrun/fast_loop.py)."""
         written_out = self._written_out
-        if written_out is None and self._loop_runs >= fast_loop.WRITE_OUT_AFTER:
+        if written_out is None and self._loop_runs >= fast_loop.WRITE_OUT_AFTER \
+                and len(self._program) <= fast_loop.WRITE_OUT_MOST_STEPS:
             written_out = self.compile_program()
         if written_out is not None:
             written_out(slots)

@@ -11,12 +11,16 @@ reported through `failed(k, exc, slots)` (k: its entry in the program), as the l
 Writing it out costs Python's compiler 25-30 us a step (3 ms for 100 steps), what the loop loses
 in 250 runs: a plan runs its loop first and is written out at its WRITE_OUT_AFTER-th run, so that
 a single inference (`irrun infer`) never pays for it and a long run soon stops paying the loop.
+That run takes the compiler's time once, in one piece (compile holds the GIL): plans of more than
+WRITE_OUT_MOST_STEPS steps keep the loop, so that no run of a long run stalls for more than about
+60 ms (a 6,000-step plan took 188 ms to write out).
 """
 from __future__ import annotations
 
 from typing import Callable
 
 WRITE_OUT_AFTER = 100
+WRITE_OUT_MOST_STEPS = 2000
 
 
 def straight_line(program: list[tuple], inputs: list[list[int]], failed: Callable) -> Callable[[list], None]:

@@ -71,3 +71,19 @@ def test_the_failing_layer_is_named(written_out, tmp_path, monkeypatch):
     with pytest.raises(irrun.ModelError, match=r"Softmax.*ZeroDivisionError"):
         m.infer([np.ones((1, 4), np.float32)])
     assert (m._plan._written_out is not None) == written_out
+
+
+def test_long_plans_keep_the_loop(tmp_path, monkeypatch):
+    """Writing out a plan of more than WRITE_OUT_MOST_STEPS steps would stall one run too long."""
+    monkeypatch.setattr(fast_loop, "WRITE_OUT_AFTER", 0)
+    xml = save(_model(2), tmp_path)
+    m = irrun.load(xml, optimize=False)
+    monkeypatch.setattr(fast_loop, "WRITE_OUT_MOST_STEPS", len(m._plan._program) - 1)
+    x = RNG.standard_normal((2, 12)).astype(np.float32)
+    first = m.infer([x])
+    for key, value in m.infer([x]).items():
+        np.testing.assert_array_equal(value, first[key])
+    assert m._plan._written_out is None
+    monkeypatch.setattr(fast_loop, "WRITE_OUT_MOST_STEPS", len(m._plan._program))
+    m.infer([x])
+    assert m._plan._written_out is not None
