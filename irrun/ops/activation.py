@@ -18,7 +18,7 @@ from ..errors import ShapeError
 from ..etypes import from_dtype
 from ..registry import Op, register
 from ..shapes import format_shape, normalize_axis
-from .common import convert_array, last_axis_sums, scalar_extremum, typed_constant
+from .common import convert_array, last_axis_sums, scalar_clamp, scalar_extremum, typed_constant
 
 
 def float_math(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -282,12 +282,7 @@ class Clamp(Activation):
 
     def into_for(self, dtype):
         lo, hi = (np.asarray(b).item() for b in self.bounds(dtype))
-        at_least, at_most = scalar_extremum(np.maximum, lo, dtype), scalar_extremum(np.minimum, hi, dtype)
-
-        def clamp_into(x, out):
-            """NaN stays NaN (np.maximum and np.minimum propagate it), as in `run`."""
-            return at_most(at_least(x, out), out)
-        return clamp_into
+        return scalar_clamp(lo, hi, dtype)     # (NaN stays NaN, as in `run`)
 
     def ufuncs(self, dtype):
         lo, hi = (np.asarray(b).item() for b in self.bounds(dtype))
@@ -600,13 +595,12 @@ _ONE_SIXTH = 1 / 6
 
 
 def _relu6_into_for(dtype):
-    three = typed_constant(3, dtype)
-    at_least_0, at_most_6 = scalar_extremum(np.maximum, 0, dtype), scalar_extremum(np.minimum, 6, dtype)
+    three, clamp = typed_constant(3, dtype), scalar_clamp(0, 6, dtype)
 
     def relu6_into(x, out):
         """min(max(x + 3, 0), 6) as `_relu6` rounds it."""
         np.add(x, three, out=out)
-        return at_most_6(at_least_0(out, out), out)
+        return clamp(out, out)
     return relu6_into
 
 

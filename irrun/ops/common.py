@@ -54,6 +54,23 @@ def scalar_extremum(ufunc, value, dtype: np.dtype):
     return apply
 
 
+try:    # NumPy's clip ufunc itself: np.clip reaches it through two Python calls (1.3 us a call)
+    from numpy._core.umath import clip as _clip_ufunc
+except ImportError:                     # pragma: no cover - NumPy 1.x
+    from numpy.core.umath import clip as _clip_ufunc
+
+
+def scalar_clamp(low, high, dtype: np.dtype):
+    """`fn(x, out)`: min(max(x, low), high) of `dtype` data, NaN staying NaN, in NumPy's clip ufunc:
+    one pass where np.maximum and np.minimum take two (float32, 200 Ki elements: 33 against 66 us;
+    16 elements: 0.25 against 0.68 us)."""
+    lo, hi = typed_constant(low, dtype), typed_constant(high, dtype)
+
+    def apply(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return _clip_ufunc(x, lo, hi, out)
+    return apply
+
+
 def convert_array(x: np.ndarray, dst: ElementType) -> np.ndarray:
     """Convert as OpenVINO's reference does.
 
