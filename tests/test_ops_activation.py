@@ -99,6 +99,20 @@ def test_clamp_nan_stays_nan(tmp_path):
     assert np.isnan(next(iter(got.values()))[0])
 
 
+def test_clamp_keeps_the_sign_of_zero_as_the_reference(tmp_path):
+    """Clamp(-0.0) with min 0 is -0.0 in OpenVINO's reference (std::max(-0.0, 0.0) keeps its first
+    argument) and in irrun's kernels, bound or not (the CPU plugin gives +0.0)."""
+    from ovutil import evaluate_reference
+    x = np.array([-0.0, 0.0, -1.0, 7.0] * 16, np.float32)
+    model = unary_model(lambda p: ops.clamp(p, 0.0, 6.0), [64])
+    expected = evaluate_reference(model, [x])[0]
+    compare(model, [x], tmp_path, oracle="reference")
+    for optimize in (True, False):
+        got = next(iter(irrun.load(tmp_path / "model.xml", optimize=optimize).infer([x]).values()))
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+    assert np.signbit(activation.Clamp.run(irrun.load(tmp_path / "model.xml")._plan.steps[0].op, x)[0])
+
+
 def test_clamp_dynamic(tmp_path):
     compare(unary_model(lambda p: ops.clamp(p, -1, 1), [-1, 4]), [sample([3, 4])], tmp_path)
 
