@@ -20,6 +20,7 @@ from openvino.utils.node_factory import NodeFactory
 from ovutil import compare, evaluate_reference, save
 
 import irrun
+from irrun.ops import activation
 
 FLOATS = [np.float32, np.float16]
 FLOAT_IDS = ["f32", "f16"]
@@ -74,6 +75,29 @@ def test_prelu_slope_broadcast(data_shape, slope_shape, tmp_path):
     slope = rng.uniform(0.05, 0.9, slope_shape).astype(np.float32)
     x = rng.uniform(-5, 5, data_shape).astype(np.float32)
     compare(unary_model(lambda p: ops.prelu(p, c(slope)), data_shape), [x], tmp_path)
+
+
+@pytest.mark.parametrize("slope_kind,dtype", [(k, t) for k in ("leaky", "per-channel", "signed per-channel", "zero")
+                                              for t in (np.float32, np.float16)] + [("infinite", np.float32)])
+def test_prelu_over_large_activations(slope_kind, dtype, tmp_path, monkeypatch):
+    """Tensors of 4 Ki elements and more take min(x, 0) * slope + max(x, 0) (activation._prelu_clipped)
+    where the slope is finite, np.where otherwise; infinities, NaN and zeros among the data.  (OpenVINO
+    refuses an infinite f16 constant.)"""
+    clipped = activation._prelu_clipped
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-5, 5, [1, 8, 32, 32]).astype(dtype)
+    x.reshape(-1)[:6] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30]
+    slope = {"leaky": np.array([0.1]), "per-channel": rng.uniform(0.05, 0.9, [8, 1, 1]),
+             "signed per-channel": rng.uniform(-0.9, 0.9, [8, 1, 1]), "zero": np.array([0.0]),
+             "infinite": np.array([np.inf])}[slope_kind].astype(dtype)
+    model = unary_model(lambda p: ops.prelu(p, c(slope, dtype)), list(x.shape), dtype)
+    calls = []
+    monkeypatch.setattr(activation, "_prelu_clipped", lambda *a: calls.append(1) or clipped(*a))
+    got = the_output(compare(model, [x], tmp_path, oracle="reference", **tol(dtype)))
+    assert got.dtype == dtype and bool(calls) == (slope_kind != "infinite")
+    with np.errstate(invalid="ignore"):
+        expected = np.where(x < 0, x * slope.reshape(-1, 1, 1)[:8], x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
 
 
 def test_prelu_channel_wins_over_last_axis(tmp_path):

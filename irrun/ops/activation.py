@@ -405,8 +405,26 @@ class PRelu(Activation):
 
     def run(self, x, slope):
         slope = slope.reshape(_slope_layout(x.shape, slope.shape)).astype(x.dtype, copy=False)
+        if x.dtype.kind == "f" and x.size >= _PRELU_CLIPPED_ELEMENTS and np.isfinite(slope).all():
+            return _prelu_clipped(x, slope)
         with np.errstate(over="ignore"):
             return np.where(x < 0, x * slope, x)   # integers wrap; NaN and -0.0 pass through
+
+
+# np.where on data whose sign changes at random takes 3.5 ns an element (mispredicted branches;
+# 0.45 with no sign change): LeakyReLU, which OpenVINO reads as PRelu, over 64 x 56 x 56
+# activations took 826 us that way (526 with spatially correlated signs), 132-153 clipped.
+_PRELU_CLIPPED_ELEMENTS = 1 << 12
+
+
+def _prelu_clipped(x: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """where(x < 0, x * slope, x) as min(x, 0) * slope + max(x, 0), both clip ufunc calls, for a
+    finite slope: the same values, NaN staying NaN; a zero's sign can differ where both terms are
+    zeros of opposite signs (x = -0.0 with a negative slope, x * slope underflowing, slope 0),
+    where -0.0 + 0.0 is +0.0 (equal values)."""
+    negative = scalar_clamp(-np.inf, 0, x.dtype)(x, np.empty_like(x))
+    np.multiply(negative, slope, out=negative)
+    return np.add(negative, scalar_clamp(0, np.inf, x.dtype)(x, np.empty_like(x)), out=negative)
 
 
 # ---------------------------------------------------------------- exponential units
