@@ -109,7 +109,7 @@ def stage_of(plan, step, data: int) -> Stage | None:
     if not (_float_type(x) and _float_type(out)) or x.etype is not out.etype or not x.shape:
         return None
     from .ops.activation import Activation, Swish
-    from .ops.arithmetic import BinaryElementwise
+    from .ops.arithmetic import BinaryElementwise, power_ufunc
     from .ops.infrastructure import Convert
     from .ops.reshaping import ShapeRelabel
     from .ops.unary_math import FloatFunction
@@ -137,6 +137,10 @@ def stage_of(plan, step, data: int) -> Stage | None:
     if isinstance(op, FloatFunction) and isinstance(op.function, np.ufunc) and len(types) == 1:
         fn = op.function
         return Stage(node, "unary", lambda a, o, fn=fn: fn(a, out=o), cost=3.0, ufuncs=[(fn, None)])
+    if node.layer.op_type == "Power" and data == 0 and len(types) == 2 and op.mode == "numpy":
+        square_or_root = power_ufunc(plan.source_value(node.inputs[1]))
+        if square_or_root is not None and _fits_data(types[1], x):
+            return Stage(node, "unary", lambda a, o, fn=square_or_root: fn(a, out=o), ufuncs=[(square_or_root, None)])
     if isinstance(op, BinaryElementwise) and node.layer.op_type in _UFUNCS and op.mode == "numpy" \
             and type(op).run is BinaryElementwise.run and len(types) == 2:
         if not _fits_data(types[1 - data], x):

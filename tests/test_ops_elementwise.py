@@ -416,6 +416,40 @@ def test_power_float_specials(dtype, tmp_path):
     compare(model("Power", [[11], [11]], dtype), [a, b], tmp_path)
 
 
+@pytest.mark.parametrize("exponent", [2.0, 0.5, 3.0])
+@pytest.mark.parametrize("exponent_shape", [[], [1], [1, 1, 1]])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_power_by_a_constant_square_or_root(exponent, exponent_shape, dtype, dynamic, tmp_path, monkeypatch):
+    """x ** 2 and x ** 0.5 by a constant run as np.square and np.sqrt (arithmetic.power_ufunc), on
+    their own and inside a fused chain (after an Add), optimised or not; other exponents np.power.
+    Zeros, infinities and NaN among the data (NumPy's power and OpenVINO's give sqrt's -0 and NaN)."""
+    from irrun.ops import arithmetic
+    chosen = []
+    real = arithmetic.power_ufunc
+    monkeypatch.setattr(arithmetic, "power_ufunc", lambda e: chosen.append(real(e)) or chosen[-1])
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-3, 3, [2, 4, 32, 32]).astype(dtype)
+    x.reshape(-1)[:7] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30]
+    p = ops.parameter([-1, 4, 32, 32] if dynamic else [2, 4, 32, 32], dtype)
+    e = ops.constant(np.full(exponent_shape, exponent, dtype))
+    alone = ops.power(p, e)
+    chained = ops.power(ops.add(p, ops.constant(np.full([1, 4, 1, 1], 0.25, dtype))), e)
+    m = ov.Model([ops.result(alone), ops.result(chained)], [p])
+    for optimize in ("1", "0"):
+        monkeypatch.setenv("IRRUN_OPTIMIZE", optimize)
+        if dtype == np.float32:
+            compare(m, [x], tmp_path)
+        else:   # (the CPU plugin computes f64 in f32, and OpenVINO's reference has no f64 Power)
+            got = list(irrun.load(save(m, tmp_path)).infer([x]).values())
+            with np.errstate(all="ignore"):
+                expected = [np.power(x, exponent), np.power(x + dtype(0.25), exponent)]
+            for g, want in zip(got, expected, strict=True):
+                np.testing.assert_array_equal(g, want)
+    if exponent in (2.0, 0.5):
+        assert any(u is not None for u in chosen)
+
+
 def test_power_u32_above_int32(tmp_path):
     """Reference: 3 ** 20 = 3486784401 fits u32; the CPU plugin's conversion stops at 2**31."""
     a, b = np.array([2, 3, 7, 2], np.uint32), np.array([31, 20, 11, 32], np.uint32)
