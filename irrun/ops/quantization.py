@@ -93,20 +93,67 @@ def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def fake_quantize(x, in_low, in_high, out_low, out_high, levels: int) -> np.ndarray:
     """The reference formula on arrays that broadcast against x; returns x's dtype."""
+    if x.dtype.kind == "f":
+        return float_fake_quantize(in_low, in_high, out_low, out_high, levels, x.dtype)(x)
+    steps = _steps(levels, x.dtype)
+    with np.errstate(all="ignore"):   # in_low == in_high divides by zero, as in C++
+        # C++: the fraction is an integer division; nearbyint then promotes to double.
+        wide = [a.astype(np.int64) for a in (x, in_low, in_high, out_low, out_high)]
+        k = _trunc_div(wide[0] - wide[1], wide[2] - wide[1]) * float(steps)
+        q = np.rint(k.astype(np.float64)) / float(steps) * (wide[4] - wide[3]) + wide[3]
+        q = convert_array(q, from_dtype(x.dtype))
+    return _outside_to_limits(x, q, in_low, in_high, out_low, out_high)
+
+
+def _steps(levels: int, dtype: np.dtype) -> np.ndarray:
     # levels is a size_t in OpenVINO: levels 0 (what its reader takes a missing attribute as) makes
     # levels - 1 the largest 64-bit value, and the snapping vanishes (the map is linear).
-    steps = np.asarray((levels - 1) % (1 << 64)).astype(x.dtype)
-    with np.errstate(all="ignore"):   # in_low == in_high divides by zero, as in C++
-        if x.dtype.kind in "iu":
-            # C++: the fraction is an integer division; nearbyint then promotes to double.
-            wide = [a.astype(np.int64) for a in (x, in_low, in_high, out_low, out_high)]
-            k = _trunc_div(wide[0] - wide[1], wide[2] - wide[1]) * float(steps)
-            q = np.rint(k.astype(np.float64)) / float(steps) * (wide[4] - wide[3]) + wide[3]
-            q = convert_array(q, from_dtype(x.dtype))
-        else:
-            q = np.rint((x - in_low) / (in_high - in_low) * steps) / steps * (out_high - out_low) + out_low
+    return np.asarray((levels - 1) % (1 << 64)).astype(dtype)
+
+
+def _snapped(x, in_low, in_high, out_low, out_high, steps):
+    return np.rint((x - in_low) / (in_high - in_low) * steps) / steps * (out_high - out_low) + out_low
+
+
+def _outside_to_limits(x, q, in_low, in_high, out_low, out_high):
     q = np.where(x > np.maximum(in_low, in_high), out_high, q)
     return np.where(x <= np.minimum(in_low, in_high), out_low, q).astype(x.dtype)
+
+
+def float_fake_quantize(in_low, in_high, out_low, out_high, levels: int, dtype: np.dtype):
+    """`fake_quantize` of float data for these limits (made once where they are constants).
+
+    Where the input limits are ordered (in_low < in_high everywhere), the formula on x clipped to
+    [in_low, in_high]: it gives out_low at in_low and, where the formula's value at in_high,
+    (out_high - out_low) + out_low, is out_high itself (out_low 0, say), out_high at in_high, the
+    same values as replacing the data outside the range by np.where, whose mispredicted branches
+    took 3.5 ns an element where the data's sign decides (ReLU outputs quantized from 0: 744 of
+    1231 us over 64 x 56 x 56).  An end the formula does not land on bit for bit keeps np.where."""
+    steps = _steps(levels, dtype)
+    with np.errstate(all="ignore"):
+        ordered = bool(np.all(in_low < in_high))
+        exact_top = ordered and _same_bits(_snapped(in_high, in_low, in_high, out_low, out_high, steps), out_high)
+        exact_bottom = ordered and _same_bits(_snapped(in_low, in_low, in_high, out_low, out_high, steps), out_low)
+
+    def quantize(x):
+        with np.errstate(all="ignore"):   # in_low == in_high divides by zero, as in C++
+            if not ordered:
+                q = _snapped(x, in_low, in_high, out_low, out_high, steps)
+                return _outside_to_limits(x, q, in_low, in_high, out_low, out_high)
+            q = _snapped(np.clip(x, in_low, in_high), in_low, in_high, out_low, out_high, steps)
+        if not exact_top:
+            q = np.where(x > in_high, out_high, q)
+        if not exact_bottom:
+            q = np.where(x <= in_low, out_low, q)
+        return q.astype(x.dtype, copy=False)
+    return quantize
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a and b, broadcast together, hold the same float values bit for bit (-0.0 is not 0.0)."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    bits = np.dtype(f"u{a.dtype.itemsize}")
+    return a.dtype == b.dtype and np.array_equal(a.view(bits), b.view(bits))
 
 
 @register("FakeQuantize", 1)
@@ -135,6 +182,18 @@ class FakeQuantize(Op):
         aligned = [limit_at_every_element(np.asarray(lim).astype(compute), x.shape, name)
                    for lim, name in zip(limits, _LIMITS)]
         return fake_quantize(x.astype(compute), *aligned, self.attrs.levels).astype(dtype)
+
+    def bind(self, step):
+        """f32/f64 data of a static shape with constant limits (how POT and NNCF write activations'
+        FakeQuantize): the limits aligned and the float kernel prepared once, not per call."""
+        x, *limits = step.inputs
+        if x.etype.name not in ("f32", "f64") or not x.is_static or any(t.value is None for t in limits):
+            return None
+        dtype = x.etype.carrier
+        aligned = [limit_at_every_element(np.asarray(t.value).astype(dtype), tuple(x.shape), name)
+                   for t, name in zip(limits, _LIMITS)]
+        quantize = float_fake_quantize(*aligned, self.attrs.levels, dtype)
+        return lambda data, *_: quantize(data)
 
 
 # ---------------------------------------------------------------- FakeConvert
