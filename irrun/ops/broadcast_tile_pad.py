@@ -238,6 +238,16 @@ def _check_pad_mode(mode: str, dim: int, begin: int, end: int, axis: int) -> Non
                          f"must not exceed the dim")
 
 
+def _constant_padded(x: np.ndarray, grow: list[tuple[int, int]], fill) -> np.ndarray:
+    """np.pad(x, grow, constant_values=fill): the output filled, then x copied into it (fill cast
+    by assignment, as np.pad does), without np.pad's 15 us of Python a call (64 x 56 x 56 padded by
+    one: 89 -> 52 us; 16 x 10: 16 -> 1 us)."""
+    out = np.empty(tuple(n + b + e for n, (b, e) in zip(x.shape, grow)), x.dtype)
+    out[...] = np.asarray(fill)
+    out[tuple(slice(b, b + n) for n, (b, _) in zip(x.shape, grow))] = x
+    return out
+
+
 @register("Pad", 1, 12)
 class Pad(Op):
     def infer(self, inputs):
@@ -273,7 +283,7 @@ class Pad(Op):
         if any(b or e for b, e in grow):
             if mode == "constant":
                 fill = 0 if value is None else np.asarray(value).reshape(()).item()
-                x = np.pad(x, grow, mode="constant", constant_values=fill)
+                x = _constant_padded(x, grow, fill)
             else:
                 x = np.pad(x, grow, mode=mode)
         crop = tuple(slice(max(-b, 0), n - max(-e, 0)) for n, b, e in zip(x.shape, begins, ends))
