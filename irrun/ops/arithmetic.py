@@ -318,7 +318,7 @@ class Power(BinaryArithmetic):
         decomposed norm's root): `power_ufunc`'s ufunc, written over x where x dies here."""
         x, exponent = step.inputs
         ufunc = power_ufunc(exponent.value) if x.etype.name in ("f32", "f64") and self.mode == "numpy" else None
-        if ufunc is None or not step.same_layout(0):
+        if ufunc is None or not step.same_layout(0) or self.run_replaced():
             return super().bind(step)
         if 0 in step.consumable:
             return lambda a, b: ufunc(a, out=a)

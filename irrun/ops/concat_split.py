@@ -134,7 +134,7 @@ class Split(Op):
         return tuple(np.split(x, self.attrs.num_splits, axis=axis))
 
     def bind(self, step):
-        return _bound_pieces(step, "Split")
+        return None if self.run_replaced() else _bound_pieces(step, "Split")
 
 
 def resolve_split_lengths(lengths: list[int], d: DimLike) -> list[DimLike]:
@@ -179,4 +179,6 @@ class VariadicSplit(Op):
         return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
 
     def bind(self, step):
-        return _bound_pieces(step, "VariadicSplit") if step.inputs[2].value is not None else None
+        if step.inputs[2].value is None or self.run_replaced():
+            return None
+        return _bound_pieces(step, "VariadicSplit")

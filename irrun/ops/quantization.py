@@ -187,7 +187,8 @@ class FakeQuantize(Op):
         """f32/f64 data of a static shape with constant limits (how POT and NNCF write activations'
         FakeQuantize): the limits aligned and the float kernel prepared once, not per call."""
         x, *limits = step.inputs
-        if x.etype.name not in ("f32", "f64") or not x.is_static or any(t.value is None for t in limits):
+        if x.etype.name not in ("f32", "f64") or not x.is_static or any(t.value is None for t in limits) \
+                or self.run_replaced():
             return None
         dtype = x.etype.carrier
         aligned = [limit_at_every_element(np.asarray(t.value).astype(dtype), tuple(x.shape), name)
