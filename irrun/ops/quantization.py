@@ -111,8 +111,20 @@ def _steps(levels: int, dtype: np.dtype) -> np.ndarray:
     return np.asarray((levels - 1) % (1 << 64)).astype(dtype)
 
 
-def _snapped(x, in_low, in_high, out_low, out_high, steps):
-    return np.rint((x - in_low) / (in_high - in_low) * steps) / steps * (out_high - out_low) + out_low
+def _snapped(x, in_low, in_high, out_low, out_high, steps, out=None):
+    """rint((x - in_low) / (in_high - in_low) * steps) / steps * (out_high - out_low) + out_low, the
+    reference formula, in one buffer (`out`, which may be x; by default a new one of every operand's
+    broadcast shape and promoted type)."""
+    operands = (x, in_low, in_high, out_low, out_high, steps)
+    if out is None:
+        out = np.empty(np.broadcast_shapes(*(np.shape(a) for a in operands)), np.result_type(*operands))
+    q = np.subtract(x, in_low, out=out)
+    np.divide(q, in_high - in_low, out=q)
+    np.multiply(q, steps, out=q)
+    np.rint(q, out=q)
+    np.divide(q, steps, out=q)
+    np.multiply(q, out_high - out_low, out=q)
+    return np.add(q, out_low, out=q)
 
 
 def _outside_to_limits(x, q, in_low, in_high, out_low, out_high):
@@ -135,22 +147,14 @@ def float_fake_quantize(in_low, in_high, out_low, out_high, levels: int, dtype: 
         exact_top = ordered and _same_bits(_snapped(in_high, in_low, in_high, out_low, out_high, steps), out_high)
         exact_bottom = ordered and _same_bits(_snapped(in_low, in_low, in_high, out_low, out_high, steps), out_low)
 
-    width, span = in_high - in_low, out_high - out_low
-
     def quantize(x):
         with np.errstate(all="ignore"):   # in_low == in_high divides by zero, as in C++
             if not ordered:
                 q = _snapped(x, in_low, in_high, out_low, out_high, steps)
                 return _outside_to_limits(x, q, in_low, in_high, out_low, out_high)
-            # `_snapped` on the clipped data, in place (288 -> 166 us over 64 x 56 x 56)
+            # (in the clipped data's buffer: 288 -> 166 us over 64 x 56 x 56, against a new array a step)
             q = np.clip(x, in_low, in_high)
-            np.subtract(q, in_low, out=q)
-            np.divide(q, width, out=q)
-            np.multiply(q, steps, out=q)
-            np.rint(q, out=q)
-            np.divide(q, steps, out=q)
-            np.multiply(q, span, out=q)
-            np.add(q, out_low, out=q)
+            _snapped(q, in_low, in_high, out_low, out_high, steps, out=q)
         if not exact_top:
             q = np.where(x > in_high, out_high, q)
         if not exact_bottom:
