@@ -254,6 +254,50 @@ def test_maxpool_values_in_channel_blocks(dtype, threads, tmp_path):
     assert_close(next(iter(got.values())), expected, what="values")
 
 
+# Windows that tile the data (stride = kernel, no padding): irrun splits each axis into (outputs,
+# taps) instead of sliding taps over it.  (spatial, kernel, rounding, tiles): ceil mode on sizes the
+# kernel does not divide makes a last window run past the end, which the sliding path takes.
+TILING = {
+    "1d-odd": ([3873], [2], "floor", True),
+    "2d-2x2": ([32, 256], [2, 2], "floor", True),
+    "2d-2x2-odd": ([9, 7], [2, 2], "floor", True),
+    "2d-3x3": ([10, 9], [3, 3], "floor", True),
+    "2d-1x2": ([5, 8], [1, 2], "floor", True),
+    "2d-2x1": ([6, 5], [2, 1], "floor", True),
+    "3d-2x2x2": ([4, 6, 5], [2, 2, 2], "floor", True),
+    "2d-2x2-ceil-even": ([8, 6], [2, 2], "ceil", True),
+    "2d-2x2-ceil-odd": ([9, 7], [2, 2], "ceil", False),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+@pytest.mark.parametrize("geometry", TILING)
+def test_maxpool_values_of_tiling_windows(geometry, dtype, tmp_path, monkeypatch):
+    """Values alone of windows that tile the data, exactly as OpenVINO gives them, NaN, -inf and
+    all-NaN windows included; a spy checks which path ran."""
+    spatial, kernel, rounding, tiles = TILING[geometry]
+    shape = [2, 3] + spatial
+    x = sample(shape, dtype)
+    if np.dtype(dtype).kind == "f":
+        flat = x.reshape(-1)
+        flat[::7] = np.nan
+        flat[3::11] = -np.inf
+        x[1, 2] = np.nan            # every window of a channel NaN: the lowest value, as in OpenVINO
+    p = ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape(shape))
+    n = len(spatial)
+    pool = ops8.max_pool(p, kernel, [1] * n, [0] * n, [0] * n, kernel, rounding, "explicit")
+    xml = save(ov.Model([pool.output(0)], [p]), tmp_path)
+    expected = run_openvino(xml, [x])[0]
+    from irrun.ops import pooling
+    taken = []
+    real = pooling._tiled
+    monkeypatch.setattr(pooling, "_tiled", lambda *a: taken.append(1) or real(*a))
+    got = next(iter(irrun.load(xml).infer([x]).values()))
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    assert bool(taken) == tiles
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.int32, np.uint8, np.int8, np.int64])
 @pytest.mark.parametrize("version", [1, 8, 14])
 def test_maxpool_element_types(dtype, version, tmp_path):
