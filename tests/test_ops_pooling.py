@@ -81,6 +81,7 @@ AVG_GEOMETRY = {
     "2d": ([7, 8], [3, 2], [2, 3], [1, 0], [0, 1], [1, 2]),
     "2d-overhang-no-pads": ([8, 7], [3, 3], [2, 2], [0, 0], [0, 0], [1, 1]),
     "2d-stride-over-kernel": ([10, 10], [2, 1], [3, 3], [0, 0], [1, 0], [1, 1]),
+    "2d-stride-1": ([7, 8], [3, 4], [1, 1], [1, 2], [2, 1], [2, 1]),
     "3d": ([4, 5, 6], [2, 3, 2], [1, 2, 2], [0, 1, 1], [1, 1, 0], [2, 1, 1]),
 }
 AVG_MODES = [(1, "floor"), (1, "ceil"), (14, "ceil"), (14, "ceil_torch"), (16, "ceil_torch"), (16, "floor")]
@@ -212,7 +213,8 @@ MAX_GEOMETRY = {
     "1d": ([11], [3], [2], [1], [2], [2]),
     "2d": ([7, 9], [3, 2], [2, 3], [1, 0], [2, 1], [2, 1]),
     "2d-stride-over-kernel": ([9, 10], [2, 1], [3, 3], [0, 0], [0, 0], [1, 1]),
-    "3d": ([5, 4, 6], [2, 3, 2], [1, 2, 2], [0, 1, 1], [1, 1, 0], [1, 1, 2]),
+    "2d-stride-1": ([7, 9], [3, 4], [1, 1], [1, 2], [2, 1], [2, 1]),
+    "3d-stride-1": ([5, 4, 6], [2, 3, 2], [1, 1, 1], [0, 1, 1], [1, 1, 0], [1, 1, 2]),
 }
 MAX_MODES = [(1, "floor", "i64", 0), (1, "ceil", "i64", 0), (8, "floor", "i32", 1), (8, "ceil", "i64", -1),
              (14, "ceil_torch", "i32", 2), (14, "ceil", "i64", 0)]
@@ -296,6 +298,41 @@ def test_maxpool_values_of_tiling_windows(geometry, dtype, tmp_path, monkeypatch
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
     assert bool(taken) == tiles
+
+
+@pytest.mark.parametrize("op", ["max", "avg"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_pool_stride_1_on_the_padded_grid(op, dtype, tmp_path, monkeypatch):
+    """Stride-1 windows run on a padded, flattened copy of the data (`_flat_grid`): YOLO's SPPF
+    (three 5x5 / 1 max pools in a row) and a dilated 3x3 average with windows that see only
+    padding at the corners, NaN, -inf and a channel all NaN among the data; a spy checks the path."""
+    shape = [1, 6, 10, 12]
+    x = sample(shape, dtype)
+    if np.dtype(dtype).kind == "f":
+        flat = x.reshape(-1)
+        flat[::9] = np.nan
+        flat[4::13] = -np.inf
+        x[0, 3] = np.nan
+    p = ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape(shape))
+    if op == "max":
+        y = p
+        for _ in range(3):
+            y = ops8.max_pool(y, [1, 1], [1, 1], [2, 2], [2, 2], [5, 5]).output(0)
+    else:
+        x = np.nan_to_num(x, nan=0.5, neginf=-3.0)
+        y = ops16.avg_pool(p, [1, 1], [3, 2], [3, 2], [3, 3], False, dilations=[3, 2]).output(0)
+    xml = save(ov.Model([y], [p]), tmp_path)
+    expected = run_openvino(xml, [x])[0]
+    from irrun.ops import pooling
+    taken = []
+    real = pooling._flat_grid
+    monkeypatch.setattr(pooling, "_flat_grid", lambda *a: taken.append(1) or real(*a))
+    got = next(iter(irrun.load(xml).infer([x]).values()))
+    assert taken and got.dtype == expected.dtype
+    if op == "max":
+        np.testing.assert_array_equal(got, expected)
+    else:
+        assert_close(got, expected, rtol=1e-3 if dtype == np.float16 else 1e-5, atol=1e-3 if dtype == np.float16 else 1e-6)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.int32, np.uint8, np.int8, np.int64])
