@@ -463,6 +463,41 @@ def test_stride_one_tap_by_tap(rank, kind, block_columns, dtype, monkeypatch, tm
     assert calls, f"{path} was not used"
 
 
+@pytest.mark.parametrize("size", ["small", "ResNeXt-like"])
+@pytest.mark.parametrize("block_columns", [7, convolution.ROW_TAP_BLOCK_COLUMNS])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_grouped_row_taps(size, block_columns, dtype, monkeypatch, tmp_path):
+    """Groups of 32 input channels or more take the row-tap kernel, each group's GEMM in one
+    batched call: two samples, dilations, uneven pads, blocks that end mid-map; the small case
+    with the size rule lifted, the ResNeXt-like one (30 x 30 outputs, a convolution network whose
+    blocks run in parts) as it stands."""
+    monkeypatch.setattr(convolution, "ROW_TAP_BLOCK_COLUMNS", block_columns)
+    if size == "small":
+        monkeypatch.setattr(convolution, "ROW_TAP_MIN_GROUP_POSITIONS", 0)
+        spatial, kernel, pads_begin, pads_end, dilations = TAP_GEOMETRY[2]
+    else:
+        spatial, kernel, pads_begin, pads_end, dilations = [30, 30], [3, 3], [1, 1], [1, 1], [1, 1]
+    calls = []
+    taps = convolution._row_taps
+    monkeypatch.setattr(convolution, "_row_taps", lambda *args: calls.append(1) or taps(*args))
+    x = ops.parameter([2, 96, *spatial], dtype, name="x")
+    # (weights scaled to outputs of about unit size: 288 products a sum)
+    node = group_conv(x, ops.constant((rand(3, 40, 32, *kernel, seed=1) / 16).astype(dtype)), [1, 1], pads_begin,
+                      pads_end, dilations)
+    compare(model_of(node, x), [rand(2, 96, *spatial).astype(dtype)], tmp_path, **(F16 if dtype == np.float16 else {}))
+    assert calls, "_row_taps was not used"
+
+
+def test_grouped_row_taps_only_for_wide_groups():
+    """Groups of 16 channels, or under 28 x 28 outputs, keep the other kernels (measured slower)."""
+    geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
+    pays = convolution._row_taps_pay
+    assert pays((4, 32, 32, 3, 3), geo, [(-1, 57), (-1, 57)], [56, 56])
+    assert not pays((4, 32, 16, 3, 3), geo, [(-1, 57), (-1, 57)], [56, 56])
+    assert not pays((4, 64, 64, 3, 3), geo, [(-1, 15), (-1, 15)], [14, 14])
+    assert pays((1, 64, 64, 3, 3), geo, [(-1, 15), (-1, 15)], [14, 14])
+
+
 @pytest.mark.parametrize("rank", [1, 2, 3])
 def test_tap_by_tap_negative_pads_agree_with_im2col(rank, monkeypatch):
     """Negative pads crop the input.  OpenVINO runs none (its CPU plugin does not compile them, its

@@ -15,7 +15,7 @@ Kernels (BLAS through `matmul`, Python loops only over kernel taps):
   forward     im2col: a strided view of the padded input, copied once, then one
               batched matmul [G, C_out, C_in*K] @ [N, G, C_in*K, O].  A 1x1
               kernel needs no im2col; depthwise (C_in = 1): `depthwise`.
-              Stride 1, 2-D, one group, 16-128 input channels: one GEMM per block of
+              Stride 1, 2-D, 16-128 input channels (a group): one GEMM per block of
               rows with the kernel's rows stacked into its depth and its columns into
               its height, the column products added shifted (`_row_taps`).  Other
               stride-1 layers with few channels (C_out <= C_in, 16 <= C_in <= 128): one
@@ -334,52 +334,63 @@ def _shifted_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
 ROW_TAP_BLOCK_COLUMNS = 8192
 ROW_TAP_BLOCK_ELEMENTS = 1 << 19
 ROW_TAP_CHANNELS = (16, 128)
+# Grouped layers (ResNeXt-style): per group at least this many input channels, over at least this
+# many output positions.  Alone, pool's parts (and beside BLAS's threads alike): 4 groups of 32 at
+# 56 x 56 2.5 -> 1.9 ms, 3 of 32 at 56 x 56 2.0 -> 1.4, 2 of 64 at 28 x 28 1.45 -> 0.98, 8 of 32 at
+# 28 x 28 1.30 -> 1.18, 2 of 32 at 32 x 32 0.69 -> 0.55; slower with 16 channels a group (4 at
+# 56 x 56 0.96 -> 1.20; the CRNN's 0.86 -> 0.93) and at 14 x 14 (4 of 64: 0.70 -> 0.79).
+ROW_TAP_MIN_GROUP_CHANNELS = 32
+ROW_TAP_MIN_GROUP_POSITIONS = 28 * 28
 
 
 def _row_taps_pay(filter_shape, geo: Geometry, whole, counts) -> bool:
-    """Whether `_row_taps` is the kernel: stride 1, 2-D, one group, ROW_TAP_CHANNELS input
-    channels, and a padded row at most twice the output row (the columns past the edge are
-    computed and dropped)."""
+    """Whether `_row_taps` is the kernel: stride 1, 2-D, ROW_TAP_CHANNELS input channels a group
+    (grouped: see ROW_TAP_MIN_GROUP_CHANNELS), and a padded row at most twice the output row (the
+    columns past the edge are computed and dropped)."""
     groups, og, cg, *kernel = filter_shape
     low, high = ROW_TAP_CHANNELS
-    return (len(kernel) == 2 and groups == 1 and all(s == 1 for s in geo.strides) and low <= cg <= high
+    if groups > 1 and (cg < ROW_TAP_MIN_GROUP_CHANNELS or prod(counts) < ROW_TAP_MIN_GROUP_POSITIONS):
+        return False
+    return (len(kernel) == 2 and all(s == 1 for s in geo.strides) and low <= cg <= high
             and og <= 2 * high and whole[1][1] - whole[1][0] <= 2 * counts[1])
 
 
 def _row_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
-    """Stride 1, 2-D, one group: per block of output rows one GEMM [kw * C_out, C_in * kh] x
-    [C_in * kh, columns], the kernel's rows stacked into the GEMM's depth and its columns into
-    its height, then the kw products added, each shifted by its column offset.  The stack holds,
-    for each kernel row, the block's input rows padded and flattened, so a kernel column's shift
-    is a contiguous slice; it is copied from the input itself, its padding columns zeroed once
-    per buffer (through a padded copy of the rows first, 16 -> 16 channels at 160 x 320 took
+    """Stride 1, 2-D: per block of output rows one GEMM [kw * C_out, C_in * kh] x
+    [C_in * kh, columns] per group, the kernel's rows stacked into the GEMM's depth and its columns
+    into its height, then the kw products added, each shifted by its column offset.  The stack
+    holds, for each kernel row, the block's input rows padded and flattened, so a kernel column's
+    shift is a contiguous slice; it is copied from the input itself, its padding columns zeroed
+    once per buffer (through a padded copy of the rows first, 16 -> 16 channels at 160 x 320 took
     2.0 against 1.8 ms in parts on two cores, 2.5 against 2.3 beside BLAS's threads; the detector
     15.9 -> 15.4 ms).  A thin layer gets a GEMM BLAS runs well: 16 -> 16 channels make one of
     height 48 and depth 48 (116 GFLOP/s on one core), where im2col makes height 16, depth 144,
     and the tap-by-tap kernel nine of depth 16 (79 GFLOP/s).  (Adding the shifted products
     straight into the output, a strided view, lost to adding them in place and copying once.)"""
-    _, og, cg, kh, kw = w.shape
+    groups, og, cg, kh, kw = w.shape
     n = x.shape[0]
     dh, dw = geo.dilations
     width = whole[1][1] - whole[1][0]
     slack = (kw - 1) * dw          # (the last row's shifts read past it, for outputs dropped)
-    stacked_filter = np.ascontiguousarray(w[0].transpose(3, 0, 1, 2).reshape(kw * og, cg * kh))
-    macs = n * og * cg * kh * kw * prod(counts)
+    stacked_filter = np.ascontiguousarray(w.transpose(0, 4, 1, 2, 3).reshape(groups, kw * og, cg * kh))
+    macs = n * groups * og * cg * kh * kw * prod(counts)
     parts = max(1, min(threads.threads(), n * counts[0], macs // threads.GEMM_MACS_PER_PART)) \
         if threads.pool_owns_cores() else 1
-    columns = min(ROW_TAP_BLOCK_COLUMNS, ROW_TAP_BLOCK_ELEMENTS // max(cg * kh, kw * og))
+    columns = min(ROW_TAP_BLOCK_COLUMNS, ROW_TAP_BLOCK_ELEMENTS // (groups * max(cg * kh, kw * og)))
     rows = threads.balanced_step(counts[0], min(counts[0], max(1, columns // width)), parts if n == 1 else 1)
     blocks = [(i, first, min(first + rows, counts[0])) for i in range(n) for first in range(0, counts[0], rows)]
-    out = np.empty((n, 1, og, *counts), w.dtype)
+    out = np.empty((n, groups, og, *counts), w.dtype)
     (columns_in,), _, (columns_at,) = inside_region(x.shape[3:], whole[1:])
     row_lo, height = whole[0][0], x.shape[2]
+    span = rows * width + slack
 
     def run_blocks(a, b):
         # one layout for every block (a shorter last block uses its first rows), so the padding
         # columns the copies never write stay zero
-        stack = np.zeros((cg, kh, rows * width + slack), w.dtype)
-        grid = stack[:, :, :rows * width].reshape(cg, kh, rows, width)
-        product_buffer = np.empty(kw * og * (rows * width + slack), w.dtype)
+        stack = np.zeros((groups * cg, kh, span), w.dtype)
+        grid = stack[:, :, :rows * width].reshape(groups * cg, kh, rows, width)
+        depths = stack.reshape(groups, cg * kh, span)
+        product_buffer = np.empty(groups * kw * og * span, w.dtype)
         for i, first, last in blocks[a:b]:
             count, length = last - first, (last - first) * width
             for r in range(kh):
@@ -391,13 +402,12 @@ def _row_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
                     grid[:, r, max(hi, 0):count] = 0
                 if hi > lo:
                     grid[:, r, lo:hi, columns_at] = x[i, :, top + lo:top + hi, columns_in]
-            depth = stack[:, :, :length + slack].reshape(cg * kh, length + slack)
-            product = product_buffer[:kw * og * (length + slack)].reshape(kw * og, length + slack)
-            np.matmul(stacked_filter, depth, out=product)
-            total = product[:og, :length]
+            product = product_buffer[:groups * kw * og * (length + slack)].reshape(groups, kw * og, length + slack)
+            np.matmul(stacked_filter, depths[:, :, :length + slack], out=product)
+            total = product[:, :og, :length]
             for j in range(1, kw):
-                total += product[j * og:(j + 1) * og, j * dw:j * dw + length]
-            out[i, 0, :, first:last] = total.reshape(og, count, width)[:, :, :counts[1]]
+                total += product[:, j * og:(j + 1) * og, j * dw:j * dw + length]
+            out[i, :, :, first:last] = total.reshape(groups, og, count, width)[..., :counts[1]]
     threads.run_parts(run_blocks, threads.bounds(len(blocks), min(parts, len(blocks))))
     return out
 
