@@ -520,6 +520,18 @@ class Plan:
             m >= BLAS_SPIN_MACS and self.analysis.nodes[lid].layer.op_type in GEMM_TYPES
             for lid, m in self._layer_macs.items())
 
+    @cached_property
+    def convolutions_wake_blas(self) -> bool:
+        """Whether the network is neither a `convolution_network` nor a `blas_network` but has a
+        convolution of BLAS_SPIN_MACS multiply-adds or more: its GEMM (a 1x1 layer's, im2col's
+        whole) runs on BLAS's threads, which then spin on the core the pool's parts want, so its
+        elementwise kernels run whole (`threads.elementwise_whole`; its convolutions keep their
+        parts).  MobileNetV3 1.7-2.7% faster in ten alternations with the code before, the
+        YOLO-style net level (0.997-0.998)."""
+        return not self.convolution_network and not self.blas_network and any(
+            m >= BLAS_SPIN_MACS and self.analysis.nodes[lid].layer.op_type in CONVOLUTION_TYPES
+            for lid, m in self._layer_macs.items())
+
     # ------------------------------------------------------------ running
     def run(self, feeds: dict[str, np.ndarray], watchers: tuple = (), scope: Scope = TOP) -> list[np.ndarray]:
         """Run every step.  `watchers` (see irrun/watch.py) see each layer's outputs as its step
@@ -530,7 +542,8 @@ class Plan:
         quiet = float_errors.ignore()
         try:
             with (threads.single_threaded_blas() if self.convolution_network else
-                  threads.parts_off() if self.blas_network else _NO_CHANGE):
+                  threads.parts_off() if self.blas_network else
+                  threads.elementwise_whole() if self.convolutions_wake_blas else _NO_CHANGE):
                 if watchers:
                     variant = self.variant_for(watchers)
                     self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))

@@ -235,6 +235,22 @@ class parts_off:
         _in_part.active = self.before
 
 
+class elementwise_whole:
+    """Elementwise kernels (`in_parts`) run whole in this thread for the block, in one piece (in
+    cache-sized blocks on one thread they lost 1-1.5% of MobileNetV3 against the parts); kernels
+    that cut GEMMs keep their parts (a network whose convolutions run their GEMMs on OpenBLAS's
+    threads, which then spin on the core the parts would want: executor.Plan.convolutions_wake_blas)."""
+
+    __slots__ = ("before",)
+
+    def __enter__(self):
+        self.before = getattr(_in_part, "elementwise_whole", False)
+        _in_part.elementwise_whole = True
+
+    def __exit__(self, *exc):
+        _in_part.elementwise_whole = self.before
+
+
 def in_part() -> bool:
     """Whether this thread runs a part now (or is inside `parts_off`): work it splits runs whole."""
     return getattr(_in_part, "active", False)
@@ -457,6 +473,9 @@ def in_parts(fn: Callable, out: np.ndarray, *inputs: np.ndarray, cost: float = 1
     axes): in parts along another axis of `out` when it is large enough, and each part in blocks
     of about PASS_BLOCK_ELEMENTS when `cost` says fn makes several passes.  `cost`: work per
     element relative to an add (a chain of transcendental functions pays sooner)."""
+    if getattr(_in_part, "elementwise_whole", False):
+        fn(*inputs, out)
+        return out
     parts = parts_for(int(out.size * cost))
     blocked = cost >= PASS_BLOCK_MIN_COST and out.size > parts * PASS_BLOCK_ELEMENTS
     order = memory_order(out)

@@ -386,6 +386,27 @@ def test_kernels_of_several_passes_run_in_blocks(count, monkeypatch, tmp_path):
         np.testing.assert_array_equal(got[key], whole[key])
 
 
+def test_networks_whose_convolutions_wake_blas_run_elementwise_kernels_whole(two_threads, monkeypatch, tmp_path):
+    """A 1x1 convolution of 4 M multiply-adds (its GEMM on OpenBLAS's threads: too small for a
+    convolution network), then a Sigmoid over 1 Mi elements: the Sigmoid runs whole; OpenVINO's
+    values.  The Sigmoid alone still runs in parts."""
+    calls = spy(monkeypatch, threads, "run_parts")
+    x = ops.parameter([1, 4, 256, 256], np.float32, name="x")
+    y = ops.sigmoid(ops.convolution(x, ops.constant(rand(16, 4, 1, 1, seed=1)), [1, 1], [0, 0], [0, 0], [1, 1]))
+    data = rand(1, 4, 256, 256)
+    compare(model_of(y, x), [data], tmp_path, check_validate=False)
+    model = irrun.load(tmp_path / "model.xml")
+    plan = model._plan
+    assert plan.convolutions_wake_blas and not plan.convolution_network and not plan.blas_network
+    calls.clear()
+    model.infer([data])
+    assert not calls
+    (tmp_path / "alone").mkdir()
+    s = ops.parameter([1, 16, 256, 256], np.float32, name="s")
+    compare(model_of(ops.sigmoid(s), s), [rand(1, 16, 256, 256)], tmp_path / "alone", check_validate=False)
+    assert calls
+
+
 def test_networks_whose_gemms_keep_blas_threads_run_their_kernels_whole(two_threads, monkeypatch, tmp_path):
     """A MatMul that wakes OpenBLAS's threads, then a Sigmoid over 1 Mi elements: the Sigmoid runs
     whole (OpenBLAS's threads spin on the other core after the GEMM); OpenVINO's values."""
