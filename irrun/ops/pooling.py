@@ -161,8 +161,8 @@ def _flat_grid(x: np.ndarray, combine, fill, kernel, dilations, pads_begin, dims
     is then the buffer shifted by its offset, one NumPy call over every channel (positions whose
     window runs past an axis's end read the next row or channel, and are cropped).  Contiguous
     calls over the whole block beat `_separable`'s strided ones at every size measured, though
-    they cover the padded grid: YOLO's SPPF, a 5x5 / 1 max pool over 128 x 10 x 10, 73 -> 50 us;
-    3x3 / 1 over 64 x 56 x 56 451 -> 269 us, over 64 x 112 x 112 2113 -> 1476 us (one thread).
+    they cover the padded grid: YOLO's SPPF, a 5x5 / 1 max pool over 128 x 10 x 10, 68 -> 42 us;
+    3x3 / 1 over 64 x 56 x 56 452 -> 245 us, over 64 x 112 x 112 2190 -> 1454 us (one thread).
     Returns a view [N, C, *dims] of the result."""
     spatial = x.shape[2:]
     spans = [(k - 1) * d for k, d in zip(kernel, dilations)]
