@@ -526,8 +526,9 @@ class Plan:
         convolution of BLAS_SPIN_MACS multiply-adds or more: its GEMM (a 1x1 layer's, im2col's
         whole) runs on BLAS's threads, which then spin on the core the pool's parts want, so its
         elementwise kernels run whole (`threads.elementwise_whole`; its convolutions keep their
-        parts).  MobileNetV3 1.7-2.7% faster in ten alternations with the code before, the
-        YOLO-style net level (0.997-0.998)."""
+        parts).  Inferences alternating between the two ways in one process: the YOLO-style net
+        1.8-2.2% faster, MobileNetV3 level (-0.5 to +0.8%; 1.7-2.7% faster in processes
+        alternating with the code before)."""
         return not self.convolution_network and not self.blas_network and any(
             m >= BLAS_SPIN_MACS and self.analysis.nodes[lid].layer.op_type in CONVOLUTION_TYPES
             for lid, m in self._layer_macs.items())
