@@ -258,6 +258,31 @@ def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatc
     assert calls
 
 
+@pytest.mark.parametrize("c_in, c_out, kernel, stride, length, pads", [
+    (1, 64, 512, 4, 16000, (0, 0)),      # the audio net's front end, in parts
+    (3, 8, 33, 2, 301, (0, 1)),          # several input channels; a pad end no window reaches
+    (2, 5, 16, 16, 200, (0, 0)),         # windows that do not overlap, 8 elements left over
+])
+def test_long_1d_kernel_one_sample_unpadded(c_in, c_out, kernel, stride, length, pads, monkeypatch, tmp_path):
+    """One sample whose windows need no padding: positions-major blocks from one view of the
+    windows (`_positions_major_blocks`), against OpenVINO; with two threads and one."""
+    calls = spy(monkeypatch, convolution, "_positions_major_blocks")
+    x = ops.parameter([1, c_in, length], np.float32, name="x")
+    w = rand(c_out, c_in, kernel, seed=1, scale=1 / np.sqrt(kernel * c_in))
+    node = ops.convolution(x, ops.constant(w), [stride], [pads[0]], [pads[1]], [1])
+    data = rand(1, c_in, length)
+    got = compare(model_of(node, x), [data], tmp_path)
+    assert calls
+    before = threads.threads()
+    threads.set_threads(1)
+    try:
+        alone = irrun.load(tmp_path / "model.xml").infer([data])
+    finally:
+        threads.set_threads(before)
+    for key in got:
+        np.testing.assert_allclose(got[key], alone[key], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("x_shape, kernel, strides, path", [
     ((1, 96, 30, 29), (3, 3), (1, 1), "_depthwise_rows"),
     ((1, 96, 30, 29), (3, 3), (1, 2), "_depthwise_einsum"),
