@@ -33,7 +33,8 @@ from .. import threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, format_shape, is_static_dim, normalize_axis
-from .window import SAME, axis_output, effective_kernel, resolve_pads, same_pads, tap_outputs, window_output_dims
+from .window import (SAME, axis_output, effective_kernel, inside_region, resolve_pads, same_pads, tap_outputs,
+                     window_output_dims)
 
 _POOL_RANKS = (3, 4, 5)
 # MaxPool's values on one thread: channels in blocks of this many input elements (the block, its
@@ -164,19 +165,11 @@ def _flat_grid(x: np.ndarray, combine, fill, kernel, dilations, pads_begin, dims
     they cover the padded grid: YOLO's SPPF, a 5x5 / 1 max pool over 128 x 10 x 10, 68 -> 42 us;
     3x3 / 1 over 64 x 56 x 56 452 -> 245 us, over 64 x 112 x 112 2190 -> 1454 us (one thread).
     Returns a view [N, C, *dims] of the result."""
-    spatial = x.shape[2:]
-    spans = [(k - 1) * d for k, d in zip(kernel, dilations)]
-    grid = tuple(o + span for o, span in zip(dims, spans))
+    grid = tuple(o + (k - 1) * d for o, k, d in zip(dims, kernel, dilations))
     padded = np.full(x.shape[:2] + grid, fill, x.dtype)
-    inside, source = [], []
-    for size, width, pb in zip(spatial, grid, pads_begin):
-        first, last = max(pb, 0), min(pb + size, width)
-        if last <= first:
-            break
-        inside.append(slice(first, last))
-        source.append(slice(first - pb, last - pb))
-    else:
-        padded[(slice(None), slice(None)) + tuple(inside)] = x[(slice(None), slice(None)) + tuple(source)]
+    source, _, target = inside_region(x.shape[2:], [(-pb, width - pb) for pb, width in zip(pads_begin, grid)])
+    everything = (slice(None), slice(None))
+    padded[everything + target] = x[everything + tuple(source)]
     data, spare = padded.reshape(-1), np.empty(padded.size, x.dtype)
     length = data.size
     for axis, (k, d) in enumerate(zip(kernel, dilations)):
