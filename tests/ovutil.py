@@ -133,6 +133,34 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol=1e-4, atol=1e
         np.testing.assert_array_equal(actual, expected, err_msg=what)
 
 
+# How far apart two irrun results may be whose GEMMs BLAS ran cut or laid out differently, as a
+# share of the expected values' largest magnitude (see assert_blas_close)
+BLAS_ROUNDING = 1e-5
+
+
+def assert_blas_close(actual: np.ndarray, expected: np.ndarray, *, what="output"):
+    """Two irrun results of the same arithmetic whose GEMMs ran cut or laid out differently (other
+    thread counts, parts, a product run weight first or written channels-last): equal dtypes and
+    shapes, integers exactly, floats within BLAS_ROUNDING of the largest expected magnitude.
+    OpenBLAS sums each product's terms in an order of its kernels' choosing and does not promise
+    the same last bits for such calls: its AVX2 ("Haswell") kernels on an AMD CPU of family 1Ah
+    round differently for one and two threads, for a product cut into row or column halves, and
+    for x @ w.T against (w @ x.T).T (its AVX-512 kernels there, and on the Intel Xeon of earlier
+    runs, gave the same bits for these).  A wrong part or layout is off by the values' own size."""
+    expected = np.asarray(expected)
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    if expected.dtype.kind not in "fc" or expected.size == 0:
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+        return
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(np.isfinite(actual), finite, err_msg=f"{what}: non-finite values differ")
+    np.testing.assert_array_equal(actual[~finite], expected[~finite], err_msg=what)
+    if finite.any():
+        scale = float(np.abs(expected[finite]).max())
+        np.testing.assert_allclose(actual[finite], expected[finite], rtol=0, atol=BLAS_ROUNDING * scale, err_msg=what)
+
+
 def compare(model: ov.Model, inputs: list[np.ndarray], tmp_path: Path, *, rtol=1e-4, atol=1e-5,
             compress: bool = False, check_validate: bool = True, oracle: str = "cpu") -> dict[str, np.ndarray]:
     """Save `model`, run it in OpenVINO and in irrun, compare every output.

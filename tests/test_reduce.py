@@ -248,15 +248,21 @@ def test_drift_beyond_the_limit_writes_nothing(tmp_path):
 
 
 def test_drift_in_bert_against_openvino(tmp_path):
-    """A real case: at rtol 1e-6 the first layer where irrun and OpenVINO part is a MatMul of BERT, but
-    OpenVINO computes that MatMul alone from irrun's input exactly as irrun does; the difference
-    comes from the layer norm (MVN) before it, and the cut takes both."""
+    """A real case: at rtol 1e-6 the first layer where irrun and OpenVINO part is a MatMul of BERT.
+    With OpenBLAS's AVX-512 kernels OpenVINO computes that MatMul alone from irrun's input exactly
+    as irrun does: the difference comes from the layer norm (MVN) before it, and the cut takes
+    both.  With its AVX2 kernels (forced on an AMD EPYC) the MatMul alone parts from OpenVINO, and
+    the cut is that layer."""
     out = tmp_path / "min.xml"
     code, report = reduce_json(MODELS / "bert.f32.xml", "-i", MODELS / "bert.npz", "-r", "openvino", "-o", out,
                                "--rtol", "1e-6", "--atol", "1e-7")
-    assert code == 1 and report["status"] == "reduced" and report["grown"]
+    assert code == 1 and report["status"] == "reduced"
     first = report["attempts"][0]
-    assert not first["reproduced"] and first["check"][0]["agrees"]
+    assert report["grown"] == (not first["reproduced"])
+    if report["grown"]:
+        assert first["check"][0]["agrees"] and len(report["layers"]) > 1
+    else:
+        assert [x["name"] for x in report["layers"]] == [report["divergence"]["name"]]
     assert report["layers"][-1]["name"] == report["divergence"]["name"]
     feeds = dict(np.load(files_of(out)[0]))
     (got,) = openvino_on(out, feeds)
