@@ -355,7 +355,20 @@ def test_integer_in_range(name, dtype, tmp_path):
     # |sum| <= 4 channels * 9 taps < 127: no saturation (test_integer_overflow... covers that).
     lo = 0 if dtype == np.uint8 else -1
     weights = lambda *shape: ints(*shape, dtype=dtype, lo=lo, hi=1, seed=1)
-    compare(build(name, dtype, [1, 4, 7, 8], weights), [ints(1, 4, 7, 8, dtype=dtype, lo=lo, hi=1)], tmp_path)
+    data = ints(1, 4, 7, 8, dtype=dtype, lo=lo, hi=1)
+    if name != "backprop" or dtype not in (np.int8, np.uint8):
+        compare(build(name, dtype, [1, 4, 7, 8], weights), [data], tmp_path)
+        return
+    # The CPU plugin's i8 kernel at times leaves the row output_padding adds unwritten (garbage in
+    # 3-12% of compiles: specs/errata/convolution.md): the same layer in f32 is the oracle, exact
+    # for these sums, cast back
+    xml = save(build(name, dtype, [1, 4, 7, 8], weights), tmp_path / "int")
+    as_float = save(build(name, np.float32, [1, 4, 7, 8], lambda *shape: weights(*shape).astype(np.float32)),
+                    tmp_path / "f32")
+    (expected,) = run_openvino(as_float, [data.astype(np.float32)])
+    got = next(iter(irrun.load(xml).infer({"x": data}).values()))
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, expected.astype(dtype))
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64])
