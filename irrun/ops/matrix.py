@@ -123,10 +123,11 @@ def weight_first(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """x [rows, in] @ w.T for w [out, in] as (w @ x.T).T, copied row-major: the same products
     (summed in the same order by OpenBLAS's AVX-512 kernels, bit for bit; its AVX2 ones, forced on
     an AMD EPYC, sum them otherwise, a unit or two in the last place apart), and faster for few
-    rows, with OpenBLAS on two cores (34 x 384 x 1536: 357-396 -> 306-333 us, 17 x 1536 x 384: 237-272 -> 205, 48 x
-    384 x 1536: 385-400 -> 315-363; at 64 rows 433-459 -> 521-553, hence FEW_ROWS).  Inside the
-    benchmark's transformer at sequence 17, batch 2, its feed-forward products took 620 -> 578
-    and 430 -> 350 us, the network 10.5 -> 9.4 ms (15.2 -> 13.8 on one thread)."""
+    rows, with OpenBLAS on two cores (34 x 384 x 1536: 357-396 -> 306-333 us, 17 x 1536 x 384:
+    237-272 -> 205, 48 x 384 x 1536: 385-400 -> 315-363; at 64 rows 433-459 -> 521-553, hence
+    FEW_ROWS).  Inside the benchmark's transformer at sequence 17, batch 2, its feed-forward
+    products took 620 -> 578 and 430 -> 350 us, the network 10.5 -> 9.4 ms (15.2 -> 13.8 on one
+    thread)."""
     return np.ascontiguousarray(threads.matmul(w, x.T).T)
 
 
