@@ -437,9 +437,18 @@ def _body(stages: list[Stage], side, in_place: bool, small: bool, constants: dic
                 body.append((f"copyto({dst}, {src})", k))
                 src = dst
             for j, (ufunc, constant) in enumerate(calls):
-                names[f"f{k}_{j}"], names[f"c{k}_{j}"] = ufunc, constant
-                body.append((f"f{k}_{j}({src}, c{k}_{j}, {_out(ufunc, dst)})" if constant is not None
-                             else f"f{k}_{j}({src}, {dst})", k))
+                names[f"f{k}_{j}"] = ufunc
+                if isinstance(constant, tuple):       # (clip's bounds)
+                    operands = []
+                    for i, value in enumerate(constant):
+                        names[f"c{k}_{j}_{i}"] = value
+                        operands.append(f"c{k}_{j}_{i}")
+                    body.append((f"f{k}_{j}({src}, {', '.join(operands)}, {dst})", k))
+                elif constant is not None:
+                    names[f"c{k}_{j}"] = constant
+                    body.append((f"f{k}_{j}({src}, c{k}_{j}, {_out(ufunc, dst)})", k))
+                else:
+                    body.append((f"f{k}_{j}({src}, {dst})", k))
                 src = dst
             negated = False
         elif stage.kind == "unary":

@@ -6,7 +6,7 @@ import openvino as ov
 import openvino.opset1 as ops
 import openvino.opset8 as ops8
 import pytest
-from ovutil import assert_close, compare, run_openvino
+from ovutil import assert_close, compare, evaluate_reference, run_openvino, save
 from irxml import hand_ir
 
 import irrun
@@ -61,6 +61,20 @@ def test_relu_large_tensor(dtype, tmp_path):
     # (NaN: the reference, as in test_unary_extremes; it has no u8 Relu, the CPU plugin has)
     oracle = "reference" if dtype == np.float32 else "cpu"
     compare(unary_model(ops.relu, list(x.shape), dtype), [x], tmp_path, oracle=oracle)
+
+
+@pytest.mark.parametrize("size", [11, 40000])
+def test_relu_keeps_negative_zero_and_nan_bit_for_bit(size, tmp_path):
+    """OpenVINO's reference replaces what is below 0 with 0, so -0.0 and NaN pass through: irrun's
+    NumPy clip to [0, inf] gives the same bits, alone and inlined in a small fused chain (Multiply
+    by 1 -> Relu), where np.maximum would make -0.0 into 0.0."""
+    x = np.resize(np.array([np.nan, -0.0, 0.0, -np.inf, np.inf, -3.5, 2.25, -1e-40], np.float32), size)
+    param = ops.parameter([size], ov.Type.f32, name="x")
+    model = ov.Model([ops.relu(param), ops.relu(ops.multiply(param, ops.constant(np.float32(1))))], [param])
+    (expected, _) = evaluate_reference(model, [x])
+    for got in irrun.load(save(model, tmp_path)).infer({"x": x}).values():
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
 
 
 @pytest.mark.parametrize("name", UNARY)

@@ -55,9 +55,9 @@ def scalar_extremum(ufunc, value, dtype: np.dtype):
 
 
 try:    # NumPy's clip ufunc itself: np.clip reaches it through two Python calls (1.3 us a call)
-    from numpy._core.umath import clip as _clip_ufunc
+    from numpy._core.umath import clip as clip_ufunc
 except ImportError:                     # pragma: no cover - NumPy 1.x
-    from numpy.core.umath import clip as _clip_ufunc
+    from numpy.core.umath import clip as clip_ufunc
 
 
 def scalar_clamp(low, high, dtype: np.dtype):
@@ -67,7 +67,7 @@ def scalar_clamp(low, high, dtype: np.dtype):
     lo, hi = typed_constant(low, dtype), typed_constant(high, dtype)
 
     def apply(x: np.ndarray, out: np.ndarray) -> np.ndarray:
-        return _clip_ufunc(x, lo, hi, out)
+        return clip_ufunc(x, lo, hi, out)
     return apply
 
 
