@@ -573,7 +573,7 @@ def _softplus_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     np.multiply(tail, typed_constant(-LOG2_E, x.dtype), out=tail)
     np.exp2(tail, out=tail)
     np.log1p(tail, out=tail)
-    np.maximum(x, x.dtype.type(0), out=out)
+    clip_ufunc(x, typed_constant(0, x.dtype), typed_constant(np.inf, x.dtype), out)   # (max(x, 0): see Relu)
     return np.add(out, tail, out=out)
 
 
