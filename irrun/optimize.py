@@ -439,11 +439,9 @@ def _body(stages: list[Stage], side, in_place: bool, small: bool, constants: dic
             for j, (ufunc, constant) in enumerate(calls):
                 names[f"f{k}_{j}"] = ufunc
                 if isinstance(constant, tuple):       # (clip's bounds)
-                    operands = []
-                    for i, value in enumerate(constant):
-                        names[f"c{k}_{j}_{i}"] = value
-                        operands.append(f"c{k}_{j}_{i}")
-                    body.append((f"f{k}_{j}({src}, {', '.join(operands)}, {dst})", k))
+                    names.update({f"c{k}_{j}_{i}": value for i, value in enumerate(constant)})
+                    bounds = ", ".join(f"c{k}_{j}_{i}" for i in range(len(constant)))
+                    body.append((f"f{k}_{j}({src}, {bounds}, {dst})", k))
                 elif constant is not None:
                     names[f"c{k}_{j}"] = constant
                     body.append((f"f{k}_{j}({src}, c{k}_{j}, {_out(ufunc, dst)})", k))

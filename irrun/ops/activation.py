@@ -199,14 +199,10 @@ class Activation(UnaryElementwise):
 class Relu(Activation):
     def into_for(self, dtype):
         # As OpenVINO's reference, which replaces what is below 0 with 0: NaN and -0.0 pass through
-        # (the CPU plugin's 0 for NaN is its bug).  Floats by NumPy's clip ufunc to [0, inf], the
-        # same bits: np.maximum by a scalar made -0.0 into 0.0 and took 4x the time on an AMD EPYC
-        # (3136 x 72 out of place: 68 against 18 us; by a row of zeros, scalar_extremum's way,
-        # 25), on fewer than 32 Ki elements, where that takes the scalar, 3x (1000 x 10: 3.5
-        # against 1.1 us).  np.where(x < 0, 0, x) is 5x slower.  (MobileNetV3 3.3%, the 500 cheap
-        # layers 6.6% faster, old and new alternating in one process; the rest level.)
-        if dtype.kind == "f":
-            return scalar_clamp(0, np.inf, dtype)
+        # (the CPU plugin's 0 for NaN is its bug); for floats scalar_extremum clips to [0, inf],
+        # the same bits (MobileNetV3 3.3%, the 500 cheap layers 6.6% faster than np.maximum by a
+        # row of zeros, old and new alternating in one process; the rest level).
+        # np.where(x < 0, 0, x) is 5x slower.
         return scalar_extremum(np.maximum, 0, dtype)
 
     def ufuncs(self, dtype):
@@ -573,7 +569,7 @@ def _softplus_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     np.multiply(tail, typed_constant(-LOG2_E, x.dtype), out=tail)
     np.exp2(tail, out=tail)
     np.log1p(tail, out=tail)
-    clip_ufunc(x, typed_constant(0, x.dtype), typed_constant(np.inf, x.dtype), out)   # (max(x, 0): see Relu)
+    scalar_extremum(np.maximum, 0, x.dtype)(x, out)
     return np.add(out, tail, out=out)
 
 

@@ -39,7 +39,15 @@ _ROW = 1 << 14
 @lru_cache(maxsize=None)
 def scalar_extremum(ufunc, value, dtype: np.dtype):
     """`fn(x, out)`: `ufunc(x, value, out=out)` for np.maximum / np.minimum on `dtype` data, the
-    same result, faster (its constants made once: looking them up was a third of a small call)."""
+    same values, faster (its constants made once: looking them up was a third of a small call).
+    Floats by NumPy's clip ufunc to [value, inf] / [-inf, value], which keeps a zero's sign where
+    np.maximum(-0.0, 0.0) gives 0.0 (as OpenVINO's reference Relu does): np.maximum by a scalar
+    took 4x its time on an AMD EPYC (3136 x 72 out of place: 68 against 18 us; by a row of the
+    scalar, the way integers take below, 25), and below 2 rows, where that takes the scalar, 3x
+    (1000 x 10: 3.5 against 1.1 us)."""
+    if dtype.kind == "f":
+        bounds = (value, np.inf) if ufunc is np.maximum else (-np.inf, value)
+        return scalar_clamp(*bounds, dtype)
     scalar, row = typed_constant(value, dtype), typed_constant(value, dtype, _ROW)
 
     def apply(x: np.ndarray, out: np.ndarray) -> np.ndarray:
