@@ -542,7 +542,7 @@ class Plan:
             slots[s] = feeds[pid]
         quiet = float_errors.ignore()
         try:
-            with (threads.single_threaded_blas() if self.convolution_network else
+            with (threads.network_parts() if self.convolution_network else
                   threads.parts_off() if self.blas_network else
                   threads.elementwise_whole() if self.convolutions_wake_blas else _NO_CHANGE):
                 if watchers:

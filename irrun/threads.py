@@ -23,16 +23,23 @@ How many threads: `IRRUN_THREADS` if set, else the CPUs this process may run on
 call) changes it for the whole process, BLAS included.  A forked child starts a
 pool of its own on first use: the parent's threads do not exist there.
 
-Parts run in the pool (one worker thread per extra part, each handed its part
-through a lock); the calling thread runs the first part itself and waits for the
-rest.  A part of less than `MIN_PART_ELEMENTS` elements costs more in hand-offs
-than it saves, so small tensors run whole: a round trip to a thread on another
-core takes about 30 us on a 2-vCPU virtual machine (75 through a
-`concurrent.futures` pool), and two cores run an add of 256 Ki elements in two
-parts no faster than one, which is also why a kernel of many short NumPy calls
-gains nothing from parts (its threads would take turns at the GIL, each turn a
-wake).  (With the cheaper hand-off, parts from 256 Ki or 128 Ki elements still
-lost: ResNet-18 22.2 -> 23.2 / 22.9 ms, a YOLOv5n-style net 13.4 -> 13.9 / 14.3.)
+Parts run in the pool (one worker thread per extra part); the calling thread
+runs the first part itself and waits for the rest.  A part is handed over, and
+back, through a lock each: a thread asleep on a lock is woken through the
+hypervisor on a VM, about 30 us each way on 2 vCPUs (75 for a round trip through
+a `concurrent.futures` pool).  Inside `network_parts` (a convolution network's
+run) the workers wait for their next part spinning on a spin lock instead, the
+GIL released, as OpenBLAS's threads do, and the caller waits for their results
+so: a round trip of 56 us of waiting became 28 (what is left: a woken worker
+waits for the GIL, asleep), ResNet-18 and the detector 3-4% faster; they sleep
+again when the run ends.  A part of less than `MIN_PART_ELEMENTS`
+elements costs more in hand-offs than it saves, so small tensors run whole: two
+cores run an add of 256 Ki elements in two parts no faster than one (nor with
+spinning hand-offs), which is also why a kernel of many short NumPy calls gains
+nothing from parts (its threads would take turns at the GIL, each turn a wake).
+(Parts from 256 Ki or 128 Ki elements lost: ResNet-18 22.2 -> 23.2 / 22.9 ms, a
+YOLOv5n-style net 13.4 -> 13.9 / 14.3; from 256 Ki with spinning hand-offs, the
+convolution networks level.)
 """
 from __future__ import annotations
 
@@ -220,6 +227,47 @@ def single_threaded_blas() -> _SingleThreadedBlas:
     return _SINGLE_THREADED_BLAS
 
 
+_spinning_runs = 0                 # `network_parts` blocks in progress (threads sharing models)
+
+
+class network_parts:
+    """A convolution network's run (`executor.Plan.convolution_network`): BLAS on one thread
+    (`single_threaded_blas`), and the pool's threads waiting for their next part spinning until
+    the last such run ends, then asleep again (`_park_spinning_workers`).  (A class: see
+    `parts_off`.)"""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        global _spinning_runs
+        _SINGLE_THREADED_BLAS.__enter__()
+        _lock.acquire()
+        _spinning_runs += 1
+        _lock.release()
+
+    def __exit__(self, *exc):
+        global _spinning_runs
+        _lock.acquire()
+        try:
+            _spinning_runs -= 1
+            # the workers are parked here, or by the caller whose parts hold them now, when it
+            # releases them (under `_lock` too: one of the two sees the count at 0)
+            if _spinning_runs == 0 and _workers_taken.acquire(blocking=False):
+                try:
+                    _park_spinning_workers()
+                finally:
+                    _workers_taken.release()
+        finally:
+            _lock.release()
+            _SINGLE_THREADED_BLAS.__exit__(*exc)
+
+
+def _park_spinning_workers() -> None:
+    """(with `_workers_taken` held)"""
+    for worker in _workers:
+        worker.park()
+
+
 class parts_off:
     """No parts in this thread for the block: kernels run whole (a network whose GEMMs keep
     OpenBLAS's threads spinning on the cores the parts would want: executor.Plan.blas_network).
@@ -300,42 +348,118 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     return out
 
 
+class _SpinSignal:
+    """A signal one thread waits for spinning in C, the GIL released, and another posts: glibc's
+    pthread spin lock through ctypes (which releases the GIL for a foreign call), taken by the
+    waiter and released by the poster; each post is taken by one wait.  While a network runs in
+    parts (`network_parts`), the pool's threads wait for their next part so, as OpenBLAS's own
+    threads do: a thread asleep on a lock is woken through the hypervisor on a VM (about 30 us a
+    hand-off, each way, on 2 vCPUs)."""
+
+    __slots__ = ("_cell", "_address")
+
+    def __init__(self):
+        self._cell = _ctypes.c_int()
+        self._address = _ctypes.addressof(self._cell)
+        _spin_init(self._address, 0)
+        _spin_lock(self._address)          # taken: nothing posted yet
+
+    def post(self) -> None:
+        _spin_unlock(self._address)
+
+    def wait(self) -> None:
+        _spin_lock(self._address)
+
+
+def _spin_functions():
+    """(ctypes, pthread_spin_init, _lock, _unlock) of the C library, or None where there are none."""
+    try:
+        import ctypes
+        lib = ctypes.CDLL(None)
+        functions = lib.pthread_spin_init, lib.pthread_spin_lock, lib.pthread_spin_unlock
+    except (ImportError, OSError, AttributeError):
+        return None
+    for function in functions:
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_void_p] + ([ctypes.c_int] if function is functions[0] else [])
+    return (ctypes,) + functions
+
+
+_spin = _spin_functions()
+_ctypes, _spin_init, _spin_lock, _spin_unlock = _spin if _spin else (None,) * 4
+SPIN_WAITS = _spin is not None and os.environ.get("IRRUN_SPIN", "1") != "0"
+
+
 class _Worker:
     """A thread of the pool.  A part is handed to it by releasing `_go` and back by releasing
     `_done`: two lock hand-offs, where a `concurrent.futures` pool's future takes a queue, a
     condition and its notification (a round trip across cores of a 2-vCPU VM 30 against 75 us;
-    ResNet-18's 19 layers in parts 22.3 -> 21.9 ms, a U-Net 29.9 -> 28.6)."""
+    ResNet-18's 19 layers in parts 22.3 -> 21.9 ms, a U-Net 29.9 -> 28.6).  Inside
+    `network_parts` both hand-offs spin instead (`_SpinSignal`), until the network's run ends."""
 
     def __init__(self, index: int):
         self._go = threading.Lock()
         self._go.acquire()
         self._done = threading.Lock()
         self._done.acquire()
+        self._spin_go = self._spin_done = None
+        if SPIN_WAITS:
+            self._spin_go, self._spin_done = _SpinSignal(), _SpinSignal()
+        self.spinning = False          # (the caller's side) whether it waits for its next part spinning
         self._job: tuple | None = None
         self._outcome: tuple = (None, None)
         threading.Thread(target=self._serve, name=f"irrun-{index}", daemon=True).start()
 
     def _serve(self) -> None:
+        spin = False
         while True:
-            self._go.acquire()
-            context, fn, args = self._job
+            if spin:
+                self._spin_go.wait()
+            else:
+                self._go.acquire()
+            job = self._job
+            if job is None:            # parked: wait asleep from now on
+                spin = False
+                self._spin_done.post()
+                continue
+            context, fn, args, spin = job
             try:
                 self._outcome = (context.run(_run_part, fn, *args), None)
             except BaseException as exc:  # noqa: BLE001 - raised in the thread that handed the part over
                 self._outcome = (None, exc)
             self._job = None
-            self._done.release()
+            if spin:
+                self._spin_done.post()
+            else:
+                self._done.release()
 
-    def start(self, fn, args: tuple) -> None:
+    def start(self, fn, args: tuple, spin: bool = False) -> None:
         """Run fn(*args) in a copy of the caller's context: NumPy's error state (the executor's
-        errstate(all="ignore")) is a context variable, which a thread does not inherit."""
-        self._job = (contextvars.copy_context(), fn, args)
-        self._go.release()
+        errstate(all="ignore")) is a context variable, which a thread does not inherit.  `spin`:
+        hand the part back, and wait for the next, spinning."""
+        spin = spin and self._spin_go is not None
+        self._job = (contextvars.copy_context(), fn, args, spin)
+        if self.spinning:
+            self._spin_go.post()
+        else:
+            self._go.release()
+        self.spinning = spin
 
     def finish(self) -> tuple:
         """(result, exception) of the part handed over, once it has ended."""
-        self._done.acquire()
+        if self.spinning:
+            self._spin_done.wait()
+        else:
+            self._done.acquire()
         return self._outcome
+
+    def park(self) -> None:
+        """Have the thread wait for its next part asleep, once it has taken that in."""
+        if self.spinning:
+            self._job = None
+            self._spin_go.post()
+            self._spin_done.wait()
+            self.spinning = False
 
 
 _workers: list[_Worker] = []
@@ -344,10 +468,11 @@ _workers_taken = threading.Lock()   # held by the one caller whose parts the wor
 
 def _forget_pool() -> None:
     """In a forked child: the parent's workers have no threads here and would never run a part."""
-    global _lock, _single_blas_blocks, _single_blas_limit, _workers, _workers_taken
+    global _lock, _single_blas_blocks, _single_blas_limit, _workers, _workers_taken, _spinning_runs
     _lock = threading.Lock()
     _workers, _workers_taken = [], threading.Lock()
     _single_blas_blocks, _single_blas_limit = 0, None
+    _spinning_runs = 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -395,6 +520,8 @@ def _finish(workers: list[_Worker]) -> list[tuple]:
     try:
         return [worker.finish() for worker in workers]
     except BaseException:
+        for worker in _workers:
+            worker.park()
         _workers.clear()
         raise
 
@@ -409,8 +536,9 @@ def run_parts(fn: Callable[[int, int], object], ranges: Sequence[tuple[int, int]
         helpers = len(ranges) - 1
         while len(_workers) < helpers:
             _workers.append(_Worker(len(_workers)))
+        spin = _spinning_runs > 0
         for worker, r in zip(_workers, ranges[1:]):
-            worker.start(fn, r)
+            worker.start(fn, r, spin)
         try:
             first = _run_part(fn, *ranges[0])
         finally:
@@ -420,7 +548,13 @@ def run_parts(fn: Callable[[int, int], object], ranges: Sequence[tuple[int, int]
                 raise exc
         return [first] + [result for result, _ in outcomes]
     finally:
-        _workers_taken.release()
+        _lock.acquire()
+        try:
+            if _spinning_runs == 0:
+                _park_spinning_workers()    # (a `network_parts` ended while these parts ran)
+        finally:
+            _workers_taken.release()
+            _lock.release()
 
 
 def split_axis(shape: Sequence[int], parts: int, whole_axes: Sequence[int] = (),
