@@ -132,6 +132,8 @@ _NO_CHANGE = nullcontext()     # (reusable: it holds no state)
 
 # A GEMM of this many multiply-adds runs on several of OpenBLAS's threads (`Plan.blas_network`)
 BLAS_SPIN_MACS = 1 << 20
+# A convolution of this many multiply-adds counts as large for `Plan.convolution_network`
+LARGE_CONVOLUTION_MACS = 1 << 25
 # Layers whose arithmetic decides `Plan.convolution_network`
 CONVOLUTION_TYPES = frozenset({"Convolution", "GroupConvolution", "ConvolutionBackpropData",
                                "GroupConvolutionBackpropData", "DeformableConvolution", "BinaryConvolution"})
@@ -502,7 +504,7 @@ class Plan:
         (irrun/threads.py).  Other networks keep BLAS's threads: a transformer's GEMMs and a
         MobileNet's 1x1 convolutions take 0.1 ms, which a hand-off to the pool costs as well."""
         counts = self._layer_macs
-        large = sum(m for lid, m in counts.items() if m >= 2 * threads.GEMM_MACS_PER_PART
+        large = sum(m for lid, m in counts.items() if m >= LARGE_CONVOLUTION_MACS
                     and self.analysis.nodes[lid].layer.op_type in CONVOLUTION_TYPES)
         return large * 2 >= sum(counts.values()) > 0
 

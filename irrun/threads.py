@@ -31,8 +31,8 @@ a `concurrent.futures` pool).  Inside `network_parts` (a convolution network's
 run) the workers wait for their next part spinning on a spin lock instead, the
 GIL released, as OpenBLAS's threads do, and the caller waits for their results
 so: a round trip of 56 us of waiting became 28 (what is left: a woken worker
-waits for the GIL, asleep), ResNet-18 and the detector 3-4% faster; they sleep
-again when the run ends.  A part of less than `MIN_PART_ELEMENTS`
+waits for the GIL, asleep), ResNet-18 and the detector 3-4% faster, the audio net
+7%; they sleep again when the run ends.  A part of less than `MIN_PART_ELEMENTS`
 elements costs more in hand-offs than it saves, so small tensors run whole: two
 cores run an add of 256 Ki elements in two parts no faster than one (nor with
 spinning hand-offs), which is also why a kernel of many short NumPy calls gains
@@ -312,8 +312,10 @@ def pool_owns_cores() -> bool:
 
 
 # A GEMM is cut into parts from this many multiply-adds per part: at 50 GMAC/s on one core a
-# part is then about 0.3 ms, four times what a hand-off to the other core costs on a VM.
-GEMM_MACS_PER_PART = 1 << 24
+# part is then about 0.15 ms, five times what a hand-off to a spinning worker costs on a VM (the
+# audio net's 24 M MAC layers then run in two parts: the net 12% faster, ResNet-18 and the
+# detector level; 16 M MACs before the hand-offs spun).
+GEMM_MACS_PER_PART = 1 << 23
 
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
