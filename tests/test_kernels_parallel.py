@@ -132,13 +132,14 @@ def test_winograd_setting(setting, ci, size, taken, count, monkeypatch, tmp_path
     (32, 32, [40, 40], 2, None),
     (64, 128, [28, 28], 2, None),       # F(4,3)'s filter 1.1 MiB
     (128, 128, [14, 14], 1, 2), (128, 128, [14, 14], 2, 2),
-    (256, 256, [14, 14], 1, 2), (256, 256, [14, 14], 2, None),      # F(2,3)'s filter 4 MiB
+    (256, 256, [14, 14], 1, 2), (256, 256, [14, 14], 2, 2),         # F(2,3)'s filter 4 MiB
+    (256, 512, [14, 14], 2, None),                                    # 8 MiB
     (512, 512, [7, 7], 1, None),
 ])
 def test_winograd_auto_rule(ci, co, size, count, tile, monkeypatch, tmp_path):
-    """By default ("auto"): F(4,3) from 64 channels over 28x28 outputs, F(2,3) from 128 over 14x14,
-    where the transformed filter fits 1 MiB (F(2,3) at any size on one thread); within the
-    standard bound of OpenVINO either way."""
+    """By default ("auto"): F(4,3) from 64 channels over 28x28 outputs where its transformed filter
+    fits 1 MiB, F(2,3) from 128 over 14x14 where its fits 4 MiB (at any size on one thread); within
+    the standard bound of OpenVINO either way."""
     monkeypatch.delenv("IRRUN_WINOGRAD", raising=False)
     tiles = []
     run = convolution.winograd_conv

@@ -139,10 +139,11 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
     are used.  `IRRUN_WINOGRAD`: "auto" (the default, below), "2" F(2,3) from 128 channels, "4"
     F(4,3) from 32 channels (faster, less accurate), "off" never; each over 14x14 outputs or more.
 
-    "auto": F(4,3) for 64 channels or more over 28x28 outputs or more, F(2,3) for 128 or more over
-    14x14 or more, each only where its transformed filter fits AUTO_FILTER_BYTES -- on one thread
-    F(2,3) at any size.  Measured in place in ResNet-18 and the benchmark's detector (ms per layer,
-    profiles of 20 runs; on one thread the rule before this one took F(2,3) from 128 channels):
+    "auto": F(4,3) for 64 channels or more over 28x28 outputs or more where its transformed filter
+    fits 1 MiB, F(2,3) for 128 or more over 14x14 or more where its fits 4 MiB (AUTO_TILES) -- on
+    one thread F(2,3) at any size.  Measured in place in ResNet-18 and the benchmark's detector on
+    an Intel Xeon (ms per layer, profiles of 20 runs; on one thread the rule before this one took
+    F(2,3) from 128 channels):
       layer                  two threads                one thread
                              direct  F(2,3)  F(4,3)     direct  F(2,3)  F(4,3)
       64 -> 64 at 56x56      1.45    1.74    1.23       2.20            1.94
@@ -153,10 +154,15 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
       256 -> 256 at 14x14    1.51    1.56    1.72       2.40    2.02
       32 -> 32 at 80x160     1.93    2.74    1.98
     On several cores the layers whose transformed filter outgrows a core's L2 (F(4,3) for 128
-    channels: 2.25 MiB, F(2,3) for 256: 4 MiB) are bound by reading it (every block's batched
-    GEMM reads all of it) and lose what the fewer multiplications win; under 64 channels the
-    transforms cost more than the GEMMs save.  The transformed filter is (m + 2)^2 / 9 the size
-    of the filter it replaces (its pages released): ResNet-18 takes 3 MiB more on two threads."""
+    channels: 2.25 MiB, F(2,3) for 256: 4 MiB) were bound by reading it (every block's batched
+    GEMM reads all of it) and lost what the fewer multiplications won; under 64 channels the
+    transforms cost more than the GEMMs save.  On an AMD EPYC (1 MiB of L2 a core, a 32 MiB L3)
+    with the pool's hand-offs spinning, alone on two threads: 256 -> 256 at 14x14 0.78 ms direct,
+    0.60 F(2,3), 0.64 F(4,3); 128 -> 128 at 28x28 0.75, 0.55, 0.55; 512 -> 512 at 7x7 0.87,
+    0.83, 1.78 (too few outputs to count).  F(2,3) at 256 channels, alternating inference by
+    inference: ResNet-18 2.1-2.9% faster (1.8-3.0% with f16 weights), the detector 1.7%; its
+    three such layers take 5 MiB more.  The transformed filter is (m + 2)^2 / 9 the size of the
+    filter it replaces (its pages released): ResNet-18 takes 8 MiB more on two threads."""
     choice = os.environ.get("IRRUN_WINOGRAD", "auto").strip().lower()
     positions = prod(counts)
     if choice in ("off", "0", "no") or positions < WINOGRAD_MIN_POSITIONS:
@@ -165,8 +171,8 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
         return 4 if min(c_in, c_out) >= F43_MIN_CHANNELS else None
     if choice != "auto":
         return 2 if min(c_in, c_out) >= F23_MIN_CHANNELS else None
-    for m, fewest_channels, fewest_positions in AUTO_TILES:
-        fits = (m + 2) ** 2 * c_in * c_out * 4 <= AUTO_FILTER_BYTES or (m == 2 and threads.threads() == 1)
+    for m, fewest_channels, fewest_positions, most_bytes in AUTO_TILES:
+        fits = (m + 2) ** 2 * c_in * c_out * 4 <= most_bytes or (m == 2 and threads.threads() == 1)
         if min(c_in, c_out) >= fewest_channels and positions >= fewest_positions and fits:
             return m
     return None
@@ -175,6 +181,6 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
 F23_MIN_CHANNELS = 128
 F43_MIN_CHANNELS = 32
 WINOGRAD_MIN_POSITIONS = 14 * 14
-# "auto": (tile, fewest channels, fewest output positions), the larger tile first
-AUTO_TILES = ((4, 64, 28 * 28), (2, F23_MIN_CHANNELS, WINOGRAD_MIN_POSITIONS))
-AUTO_FILTER_BYTES = 1 << 20     # half a core's L2 (f32)
+# "auto": (tile, fewest channels, fewest output positions, largest transformed filter in bytes),
+# the larger tile first
+AUTO_TILES = ((4, 64, 28 * 28, 1 << 20), (2, F23_MIN_CHANNELS, WINOGRAD_MIN_POSITIONS, 1 << 22))
