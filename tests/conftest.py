@@ -18,3 +18,13 @@ def optimize_both_ways(request, monkeypatch):
     monkeypatch.setenv("IRRUN_OPTIMIZE", "1" if optimized else "0")
     monkeypatch.setattr(fast_loop, "WRITE_OUT_AFTER", 0 if optimized else 1 << 62)
     return optimized
+
+
+@pytest.fixture
+def two_threads():
+    """irrun (and BLAS) on two threads for the test, the count before restored after it."""
+    from irrun import threads
+    before = threads.threads()
+    threads.set_threads(2)
+    yield
+    threads.set_threads(before)

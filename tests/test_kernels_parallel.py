@@ -35,13 +35,6 @@ def spy(monkeypatch, module, name):
     return calls
 
 
-@pytest.fixture
-def two_threads():
-    before = threads.threads()
-    threads.set_threads(2)
-    yield
-    threads.set_threads(before)
-
 
 def conv3x3(ci, co, size, batch=1, pads=(1, 1), auto_pad="explicit", seed=0, grouped=False):
     x = ops.parameter([batch, ci, *size], np.float32, name="x")

@@ -16,13 +16,6 @@ from test_kernels_parallel import convolution_network, rand
 pytestmark = pytest.mark.skipif(not threads.SPIN_WAITS, reason="no pthread spin locks in this C library")
 
 
-@pytest.fixture
-def two_threads():
-    before = threads.threads()
-    threads.set_threads(2)
-    yield
-    threads.set_threads(before)
-
 
 def spinning_workers() -> list[bool]:
     return [worker.spinning for worker in threads._workers]
