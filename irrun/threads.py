@@ -25,14 +25,16 @@ pool of its own on first use: the parent's threads do not exist there.
 
 Parts run in the pool (one worker thread per extra part); the calling thread
 runs the first part itself and waits for the rest.  A part is handed over, and
-back, through a lock each: a thread asleep on a lock is woken through the
-hypervisor on a VM, about 30 us each way on 2 vCPUs (75 for a round trip through
-a `concurrent.futures` pool).  Inside `network_parts` (a convolution network's
-run) the workers wait for their next part spinning on a spin lock instead, the
-GIL released, as OpenBLAS's threads do, and the caller waits for their results
-so: a round trip of 56 us of waiting became 28 (what is left: a woken worker
-waits for the GIL, asleep), ResNet-18 and the detector 3-4% faster, the audio net
-7%; they sleep again when the run ends.  A part of less than `MIN_PART_ELEMENTS`
+back, through a lock each (a round trip on a 2-vCPU VM about 30 us bare, 75
+through a `concurrent.futures` pool).  Inside `network_parts` (a convolution
+network's run) the workers wait for their next part spinning on a spin lock
+instead, the GIL released, as OpenBLAS's threads do, and the caller waits for
+their results so.  In ResNet-18's layers in parts, 56 us a round trip went in
+waiting with the locks: 31 before the worker began its part, 27 after it ended
+before the caller went on; spinning, 28 (the end's wait gone; the start still
+waits for the GIL, which the caller holds until its own part's first long NumPy
+call): ResNet-18 and the detector 3-4% faster, the audio net 7%.  The workers
+sleep again when the run ends.  A part of less than `MIN_PART_ELEMENTS`
 elements costs more in hand-offs than it saves, so small tensors run whole: two
 cores run an add of 256 Ki elements in two parts no faster than one (nor with
 spinning hand-offs), which is also why a kernel of many short NumPy calls gains
@@ -355,8 +357,7 @@ class _SpinSignal:
     pthread spin lock through ctypes (which releases the GIL for a foreign call), taken by the
     waiter and released by the poster; each post is taken by one wait.  While a network runs in
     parts (`network_parts`), the pool's threads wait for their next part so, as OpenBLAS's own
-    threads do: a thread asleep on a lock is woken through the hypervisor on a VM (about 30 us a
-    hand-off, each way, on 2 vCPUs)."""
+    threads do, and the caller for their results (see the module's docstring)."""
 
     __slots__ = ("_cell", "_address")
 
