@@ -46,6 +46,7 @@ convolution networks level.)
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import os
 import threading
 from math import prod
@@ -362,8 +363,8 @@ class _SpinSignal:
     __slots__ = ("_cell", "_address")
 
     def __init__(self):
-        self._cell = _ctypes.c_int()
-        self._address = _ctypes.addressof(self._cell)
+        self._cell = ctypes.c_int()
+        self._address = ctypes.addressof(self._cell)
         _spin_init(self._address, 0)
         _spin_lock(self._address)          # taken: nothing posted yet
 
@@ -375,22 +376,20 @@ class _SpinSignal:
 
 
 def _spin_functions():
-    """(ctypes, pthread_spin_init, _lock, _unlock) of the C library, or None where there are none."""
+    """(pthread_spin_init, _lock, _unlock) of the C library, or None where it has none."""
     try:
-        import ctypes
         lib = ctypes.CDLL(None)
         functions = lib.pthread_spin_init, lib.pthread_spin_lock, lib.pthread_spin_unlock
-    except (ImportError, OSError, AttributeError):
+    except (OSError, AttributeError):
         return None
     for function in functions:
         function.restype = ctypes.c_int
         function.argtypes = [ctypes.c_void_p] + ([ctypes.c_int] if function is functions[0] else [])
-    return (ctypes,) + functions
+    return functions
 
 
-_spin = _spin_functions()
-_ctypes, _spin_init, _spin_lock, _spin_unlock = _spin if _spin else (None,) * 4
-SPIN_WAITS = _spin is not None and os.environ.get("IRRUN_SPIN", "1") != "0"
+_spin_init, _spin_lock, _spin_unlock = _spin_functions() or (None,) * 3
+SPIN_WAITS = _spin_lock is not None and os.environ.get("IRRUN_SPIN", "1") != "0"
 
 
 class _Worker:
@@ -551,13 +550,16 @@ def run_parts(fn: Callable[[int, int], object], ranges: Sequence[tuple[int, int]
                 raise exc
         return [first] + [result for result, _ in outcomes]
     finally:
-        _lock.acquire()
-        try:
-            if _spinning_runs == 0:
-                _park_spinning_workers()    # (a `network_parts` ended while these parts ran)
-        finally:
+        if any(worker.spinning for worker in _workers):   # (only this caller changes that now)
+            _lock.acquire()
+            try:
+                if _spinning_runs == 0:
+                    _park_spinning_workers()    # (a `network_parts` ended while these parts ran)
+            finally:
+                _workers_taken.release()
+                _lock.release()
+        else:
             _workers_taken.release()
-            _lock.release()
 
 
 def split_axis(shape: Sequence[int], parts: int, whole_axes: Sequence[int] = (),

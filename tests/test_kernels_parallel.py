@@ -35,7 +35,6 @@ def spy(monkeypatch, module, name):
     return calls
 
 
-
 def conv3x3(ci, co, size, batch=1, pads=(1, 1), auto_pad="explicit", seed=0, grouped=False):
     x = ops.parameter([batch, ci, *size], np.float32, name="x")
     w = rand(co, ci, 3, 3, seed=seed + 1, scale=1 / np.sqrt(9 * ci))

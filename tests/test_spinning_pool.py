@@ -16,7 +16,6 @@ from test_kernels_parallel import convolution_network, rand
 pytestmark = pytest.mark.skipif(not threads.SPIN_WAITS, reason="no pthread spin locks in this C library")
 
 
-
 def spinning_workers() -> list[bool]:
     return [worker.spinning for worker in threads._workers]
 
@@ -70,7 +69,7 @@ def test_a_network_run_ending_while_another_threads_parts_hold_the_pool(two_thre
     assert spinning_workers() == [False]
 
 
-def test_a_convolution_network_leaves_the_pool_asleep(two_threads, tmp_path):
+def test_a_convolution_network_leaves_the_pool_asleep(two_threads, monkeypatch, tmp_path):
     """A convolution network's inference matches OpenVINO, its parts handed over spinning; once
     it returns, no thread of the pool spins (the process uses no CPU time while it waits)."""
     xml = save(convolution_network(), tmp_path / "net")
@@ -79,16 +78,9 @@ def test_a_convolution_network_leaves_the_pool_asleep(two_threads, tmp_path):
     image = rand(1, 64, 56, 56, seed=3)
     seen = []
     start = threads._Worker.start
-
-    def watched(worker, fn, args, spin=False):
-        seen.append(spin)
-        return start(worker, fn, args, spin)
-
-    threads._Worker.start = watched
-    try:
-        got = loaded.infer([image])[0]
-    finally:
-        threads._Worker.start = start
+    monkeypatch.setattr(threads._Worker, "start",
+                        lambda worker, fn, args, spin=False: seen.append(spin) or start(worker, fn, args, spin))
+    got = loaded.infer([image])[0]
     assert seen and all(seen)
     assert_close(got, run_openvino(xml, [image])[0], rtol=1e-4, atol=1e-5)
     assert spinning_workers() == [False]
@@ -98,12 +90,14 @@ def test_a_convolution_network_leaves_the_pool_asleep(two_threads, tmp_path):
 
 
 def test_threads_sharing_a_convolution_network(two_threads, tmp_path):
-    """Four threads inferring at once: each gets what one thread alone gets, and the pool sleeps
-    once they are done."""
+    """Four threads inferring at once: each gets what one thread alone gets (OpenVINO's result),
+    and the pool sleeps once they are done."""
     xml = save(convolution_network(), tmp_path / "net")
     loaded = irrun.load(xml)
     images = [rand(1, 64, 56, 56, seed=s) for s in range(4)]
     expected = [loaded.infer([image])[0] for image in images]
+    for image, alone in zip(images, expected):
+        assert_close(alone, run_openvino(xml, [image])[0], rtol=1e-4, atol=1e-5)
     failures = []
 
     def caller(k):
