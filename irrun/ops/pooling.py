@@ -33,6 +33,7 @@ from .. import threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, format_shape, is_static_dim, normalize_axis
+from .common import scalar_extremum
 from .window import (SAME, axis_output, effective_kernel, inside_region, resolve_pads, same_pads, tap_outputs,
                      window_output_dims)
 
@@ -432,6 +433,7 @@ class MaxPool(_SlidingPool):
         pads_begin, dims, tiled = self.windows(x.shape[2:])
         out = np.empty(x.shape[:2] + dims, dtype)
         lowest = _lowest(dtype)
+        at_least_lowest = scalar_extremum(np.fmax, lowest, dtype)
 
         def channels(a, b):
             # fmax: a NaN tap leaves the maximum as it was; all-NaN windows end as `lowest`, as padding
@@ -441,7 +443,7 @@ class MaxPool(_SlidingPool):
             else:
                 maxima = _separable(data, np.fmax, lowest, self.kernel, self.attrs.strides, self.dilations,
                                     pads_begin, dims)
-            np.fmax(maxima, lowest, out=target)
+            at_least_lowest(maxima, target)
         parts = threads.parts_for(int(x.size * self.parts_cost()), most=x.shape[1])
         if parts > 1:
             threads.run_parts(channels, threads.bounds(x.shape[1], parts))
