@@ -409,3 +409,31 @@ def test_validate_cumsum_axis_out_of_range(tmp_path):
     problems = irrun.validate(xml).errors
     assert [(e.code, e.layer.name) for e in problems] == [("E-SHAPE", "the_op")]
     assert "CumSum axis 2 is out of range for rank 2" in problems[0].message
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("keep", [True, False])
+def test_reduce_extremum_over_a_short_middle_axis(dtype, keep, tmp_path, monkeypatch):
+    """ReduceMax / ReduceMin over one short axis that is not the last (a CRNN's height) combine
+    the axis's slices pairwise: the reference's values exactly, NaN, infinities, windows all NaN
+    or all -inf included (oracle="reference", as test_reduce_nan_and_inf); a spy checks the path."""
+    from irrun.ops import reduction
+    data = RNG.standard_normal((2, 256, 4, 64)).astype(dtype)
+    data[0, :, 1, ::3] = np.nan
+    data[1, 7] = np.nan                         # every element of the reduced axis NaN
+    data[1, 8] = -np.inf
+    data[1, 9, 2] = np.inf
+    data[0, 10, :, 5] = [np.nan, -np.inf, np.nan, -np.inf]
+    x = param(list(data.shape), dtype)
+    taken = []
+    real = reduction._slices_extremum
+    monkeypatch.setattr(reduction, "_slices_extremum", lambda *a: taken.append(1) or real(*a))
+    got = list(compare(model([ops1.reduce_max(x, const([2]), keep), ops1.reduce_min(x, const([-2]), keep)], [x]),
+                       [data], tmp_path, oracle="reference").values())
+    assert len(taken) == 2
+    wide = data.astype(np.float32)
+    lowest = np.finfo(np.float32).min
+    for actual, ufunc, start in ((got[0], np.fmax, lowest), (got[1], np.fmin, np.inf)):
+        expected = ufunc.reduce(wide, axis=2, keepdims=keep, initial=start).astype(dtype)
+        assert actual.dtype == dtype
+        np.testing.assert_array_equal(actual, expected)

@@ -234,10 +234,35 @@ class Extremum(Reduction):
         start = self.start(dtype)
         values = x.astype(dtype, copy=False)
         if dtype.kind == "f":
+            if _short_middle_axis(values, axes):
+                return _slices_extremum(self.pick_number, values, axes[0], start).astype(x.dtype, copy=False)
             # one pass, where replacing NaN by the start first took two more and a copy
             return self.pick_number.reduce(values, axis=axes, keepdims=True, initial=start).astype(
                 x.dtype, copy=False)
         return self.pick(values, axis=axes, keepdims=True, initial=start).astype(x.dtype, copy=False)
+
+
+# A reduction over one axis, not the last, of at most this many elements, of data at least this
+# large: its slices combined one by one into the start value (contiguous rows, NumPy's fast loop)
+# instead of by the ufunc's reduce (which walks the short axis in its inner loop): a CRNN's maximum
+# over the height of 256 x 4 x 64, 34 -> 14 us.
+SHORT_AXIS_MOST = 16
+SHORT_AXIS_MIN_ELEMENTS = 4096
+
+
+def _short_middle_axis(values: np.ndarray, axes) -> bool:
+    return len(axes) == 1 and axes[0] != values.ndim - 1 and 0 < values.shape[axes[0]] <= SHORT_AXIS_MOST \
+        and values.size >= SHORT_AXIS_MIN_ELEMENTS
+
+
+def _slices_extremum(ufunc, values: np.ndarray, axis: int, start) -> np.ndarray:
+    """ufunc.reduce(values, axis, keepdims=True, initial=start) for np.fmax / np.fmin: the same
+    values (NaN loses to any number, and to `start`)."""
+    before = (slice(None),) * axis
+    out = np.full(values.shape[:axis] + (1,) + values.shape[axis + 1:], start, values.dtype)
+    for j in range(values.shape[axis]):
+        ufunc(out, values[before + (slice(j, j + 1),)], out=out)
+    return out
 
 
 @register("ReduceMax", 1)
