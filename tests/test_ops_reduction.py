@@ -414,9 +414,10 @@ def test_validate_cumsum_axis_out_of_range(tmp_path):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("keep", [True, False])
 def test_reduce_extremum_over_a_short_middle_axis(dtype, keep, tmp_path, monkeypatch):
-    """ReduceMax / ReduceMin over one short axis that is not the last (a CRNN's height) combine
-    the axis's slices pairwise: the reference's values exactly, NaN, infinities, windows all NaN
-    or all -inf included (oracle="reference", as test_reduce_nan_and_inf); a spy checks the path."""
+    """ReduceMax / ReduceMin over one short axis that is not the last (a CRNN's height) fold the
+    axis's slices into the start value one by one: the reference's values exactly, NaN,
+    infinities, windows all NaN or all -inf included (oracle="reference", as
+    test_reduce_nan_and_inf); a spy checks the path."""
     from irrun.ops import reduction
     data = RNG.standard_normal((2, 256, 4, 64)).astype(dtype)
     data[0, :, 1, ::3] = np.nan
