@@ -183,6 +183,23 @@ def test_winograd_in_tile_row_blocks(two_threads, monkeypatch, tmp_path):
     np.testing.assert_array_equal(parallel, irrun.load(xml).infer(feeds)[0])
 
 
+@pytest.mark.parametrize("m, ci, co", [(2, 256, 200), (4, 128, 131)], ids=["F23-256", "F43-ragged-blocks"])
+def test_winograd_filter_transformed_in_parts(m, ci, co, two_threads, monkeypatch):
+    """A large filter is transformed at load in parts (blocks of output channels, the last one
+    short): every block is written, the bits are those of one thread, and U is G g G^T."""
+    w = rand(co, ci, 3, 3, seed=3)
+    splits = []
+    run_parts = threads.run_parts
+    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    parallel = winograd.WinogradFilter(w, m, np.float32).u
+    assert splits == [2]
+    threads.set_threads(1)
+    np.testing.assert_array_equal(parallel, winograd.WinogradFilter(w, m, np.float32).u)
+    _, g, _ = winograd.TRANSFORMS[m]
+    expected = np.einsum("ik,ockl,jl->ijoc", g, w.astype(np.float64), g).reshape(len(g) ** 2, co, ci)
+    np.testing.assert_allclose(parallel, expected, rtol=1e-6, atol=1e-6)
+
+
 # ---------------------------------------------------------------- depthwise and long 1-D kernels
 
 @pytest.mark.parametrize("channels, multiplier, size, kernel, stride, dilation, path", [

@@ -63,6 +63,9 @@ TILE_BLOCK_ELEMENTS = 1 << 18
 
 # Filter elements transformed at once (their float64 temporaries stay under 2 MiB)
 WINOGRAD_TRANSFORM_ELEMENTS = 1 << 16
+# Work per transformed element relative to an add (irrun/threads.py): the float64 copy, its share of
+# the GEMM and the cast into the filter's fresh memory, whose page faults are most of a load's cost
+WINOGRAD_TRANSFORM_COST = 4
 
 
 class WinogradFilter:
@@ -78,12 +81,19 @@ class WinogradFilter:
         self.u = np.empty((self.a * self.a, self.c_out, self.c_in), dtype)
         both = np.kron(g, g)
         step = max(1, WINOGRAD_TRANSFORM_ELEMENTS // max(self.c_in * 9, 1))
-        # (BLAS on one thread: its threads would spin for 0.1 s after the load, on the cores the
-        # first inferences' parts want -- ResNet-18's first three took 53, 43 and 34 ms, not 27)
-        with threads.single_threaded_blas():
-            for first in range(0, self.c_out, step):
+        firsts = range(0, self.c_out, step)
+
+        def transform(a, b):
+            for first in firsts[a:b]:
                 taps = w[first:first + step].reshape(-1, 9).astype(np.float64)
                 self.u[:, first:first + step] = (both @ taps.T).reshape(self.a * self.a, -1, self.c_in)
+        # Blocks of output channels in parts on every core (ResNet-18's load + first inference,
+        # medians of alternating processes: f32 weights 62.7 -> 58.9 ms, f16 90.1 -> 85.5), BLAS on
+        # one thread in each: its own threads would spin for 0.1 s after the load, on the cores the
+        # first inferences' parts want (ResNet-18's first three took 53, 43 and 34 ms, not 27)
+        parts = threads.parts_for(self.u.size * WINOGRAD_TRANSFORM_COST, most=len(firsts))
+        with threads.single_threaded_blas():
+            threads.run_parts(transform, threads.bounds(len(firsts), parts))
         self.input_transform = np.kron(bt, bt).astype(dtype)       # [a^2, a^2]
         self.output_transform = np.kron(at, at).astype(dtype)      # [m^2, a^2]
         self.dtype = np.dtype(dtype)
