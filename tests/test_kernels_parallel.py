@@ -775,6 +775,30 @@ def test_im2col_blocks_run_in_parts_for_their_gemms(two_threads, monkeypatch, tm
     assert splits == [2]
 
 
+def test_one_block_of_short_rows_copied_in_parts(two_threads, monkeypatch, tmp_path):
+    """ResNet's last stage, 512 -> 512 channels at 7 x 7 (116 M multiply-adds): its columns (4608 x 49)
+    fit one block, whose copy of 7-long runs goes in two parts along the channels before the GEMM
+    is cut along the filters; OpenVINO's output, and one thread's within float rounding (OpenBLAS
+    may round a GEMM of 256 rows apart from one of 512 in the last bit)."""
+    x = ops.parameter([1, 512, 7, 7], np.float32, name="x")
+    w = ops.constant(rand(512, 512, 3, 3, seed=2, scale=1 / np.sqrt(4608)))
+    xml = save(model_of(ops.convolution(x, w, [1, 1], [1, 1], [1, 1], [1, 1]), x), tmp_path / "last-stage")
+    loaded = irrun.load(xml)
+    assert loaded._plan.convolution_network
+    copies = []
+    copy_in_parts = convolution._copy_in_parts
+    monkeypatch.setattr(convolution, "_copy_in_parts",
+                        lambda windows, columns, cost: copies.append(threads.parts_for(int(columns.size * cost),
+                                                                                       most=columns.shape[2]))
+                        or copy_in_parts(windows, columns, cost))
+    image = rand(1, 512, 7, 7, seed=4)
+    parallel = loaded.infer([image])[0]
+    assert copies == [2]
+    assert_close(parallel, run_openvino(xml, [image])[0], rtol=1e-4, atol=1e-5)
+    threads.set_threads(1)
+    np.testing.assert_allclose(parallel, irrun.load(xml).infer([image])[0], rtol=1e-5, atol=1e-6)
+
+
 def test_strided_stem_over_phases_in_parts(two_threads, monkeypatch, tmp_path):
     """A YOLOv5-style 6x6 / 2 stem, 3 -> 32 channels at 320 x 320 (88 M multiply-adds): the row-tap
     kernel over the input's phases, its blocks in two parts; OpenVINO's outputs, and one thread's."""
