@@ -759,14 +759,21 @@ def test_a_convolution_network_runs_its_kernels_in_parts_and_matches_openvino(tw
     np.testing.assert_allclose(parallel, irrun.load(xml).infer([image])[0], rtol=1e-5, atol=1e-6)
 
 
+def convolution_alone(data_shape, filter_shape, stride, pad, path):
+    """(xml, loaded model) of one convolution large enough to make a convolution network."""
+    x = ops.parameter(data_shape, np.float32, name="x")
+    fan_in = int(np.prod(filter_shape[1:]))
+    w = ops.constant(rand(*filter_shape, seed=2, scale=1 / np.sqrt(fan_in)))
+    xml = save(model_of(ops.convolution(x, w, [stride] * 2, [pad] * 2, [pad] * 2, [1, 1]), x), path)
+    loaded = irrun.load(xml)
+    assert loaded._plan.convolution_network
+    return xml, loaded
+
+
 def test_im2col_blocks_run_in_parts_for_their_gemms(two_threads, monkeypatch, tmp_path):
     """A strided 32 -> 64 layer at 80 x 160: its columns (0.9 Mi elements) are too few to split for
     their copy, its GEMMs (59 M multiply-adds) are not: two parts while the pool owns the cores."""
-    x = ops.parameter([1, 32, 80, 160], np.float32, name="x")
-    w = ops.constant(rand(64, 32, 3, 3, seed=2, scale=1 / np.sqrt(288)))
-    xml = save(model_of(ops.convolution(x, w, [2, 2], [1, 1], [1, 1], [1, 1]), x), tmp_path / "strided")
-    loaded = irrun.load(xml)
-    assert loaded._plan.convolution_network
+    xml, loaded = convolution_alone([1, 32, 80, 160], (64, 32, 3, 3), 2, 1, tmp_path / "strided")
     splits = []
     run_parts = threads.run_parts
     monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
@@ -780,11 +787,7 @@ def test_one_block_of_short_rows_copied_in_parts(two_threads, monkeypatch, tmp_p
     fit one block, whose copy of 7-long runs goes in two parts along the channels before the GEMM
     is cut along the filters; OpenVINO's output, and one thread's within float rounding (OpenBLAS
     may round a GEMM of 256 rows apart from one of 512 in the last bit)."""
-    x = ops.parameter([1, 512, 7, 7], np.float32, name="x")
-    w = ops.constant(rand(512, 512, 3, 3, seed=2, scale=1 / np.sqrt(4608)))
-    xml = save(model_of(ops.convolution(x, w, [1, 1], [1, 1], [1, 1], [1, 1]), x), tmp_path / "last-stage")
-    loaded = irrun.load(xml)
-    assert loaded._plan.convolution_network
+    xml, loaded = convolution_alone([1, 512, 7, 7], (512, 512, 3, 3), 1, 1, tmp_path / "last-stage")
     copies = []
     copy_in_parts = convolution._copy_in_parts
     monkeypatch.setattr(convolution, "_copy_in_parts",
@@ -802,11 +805,7 @@ def test_one_block_of_short_rows_copied_in_parts(two_threads, monkeypatch, tmp_p
 def test_strided_stem_over_phases_in_parts(two_threads, monkeypatch, tmp_path):
     """A YOLOv5-style 6x6 / 2 stem, 3 -> 32 channels at 320 x 320 (88 M multiply-adds): the row-tap
     kernel over the input's phases, its blocks in two parts; OpenVINO's outputs, and one thread's."""
-    x = ops.parameter([1, 3, 320, 320], np.float32, name="x")
-    w = ops.constant(rand(32, 3, 6, 6, seed=2, scale=1 / np.sqrt(108)))
-    xml = save(model_of(ops.convolution(x, w, [2, 2], [2, 2], [2, 2], [1, 1]), x), tmp_path / "stem")
-    loaded = irrun.load(xml)
-    assert loaded._plan.convolution_network
+    xml, loaded = convolution_alone([1, 3, 320, 320], (32, 3, 6, 6), 2, 2, tmp_path / "stem")
     phases, splits = spy(monkeypatch, convolution, "_phase_taps"), []
     run_parts = threads.run_parts
     monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
