@@ -256,9 +256,10 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
 
 
 def _copy_in_parts(windows: np.ndarray, columns: np.ndarray, cost: float) -> None:
-    """columns[...] = windows ([N, G, then channels or outputs, ...]) on every core when the copy
-    is large for its `cost` (see `_gather_cost`), cut along axis 2."""
-    parts = threads.parts_for(int(columns.size * cost), most=columns.shape[2])
+    """columns[...] = windows ([N, G, then channels or outputs, ...]), cut along axis 2 on every
+    core while the pool owns them and the copy is large for its `cost` (see `_gather_cost`);
+    elsewhere BLAS's threads, spinning after the GEMMs, would take the core a part wants."""
+    parts = threads.parts_for(int(columns.size * cost), most=columns.shape[2]) if threads.pool_owns_cores() else 1
     if parts == 1:
         np.copyto(columns, windows)
         return
