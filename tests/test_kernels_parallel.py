@@ -16,7 +16,7 @@ import pytest
 import irrun
 from irrun import threads
 from irrun.errors import UsageError
-from irrun.ops import convolution, depthwise, winograd
+from irrun.ops import convolution, depthwise, im2col, winograd
 from ovutil import assert_close, compare, run_openvino, save
 
 
@@ -281,7 +281,7 @@ def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatc
 def test_long_1d_kernel_one_sample_unpadded(c_in, c_out, kernel, stride, length, pads, monkeypatch, tmp_path):
     """One sample whose windows need no padding: positions-major blocks from one view of the
     windows (`_positions_major_blocks`), against OpenVINO; with two threads and one."""
-    calls = spy(monkeypatch, convolution, "_positions_major_blocks")
+    calls = spy(monkeypatch, im2col, "_positions_major_blocks")
     x = ops.parameter([1, c_in, length], np.float32, name="x")
     w = rand(c_out, c_in, kernel, seed=1, scale=1 / np.sqrt(kernel * c_in))
     node = ops.convolution(x, ops.constant(w), [stride], [pads[0]], [pads[1]], [1])
@@ -332,7 +332,7 @@ def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two
 def test_im2col_blocks_in_parts_equal_one_thread(two_threads, monkeypatch):
     """im2col blocks on two threads (BLAS single-threaded inside) give the bits of one thread."""
     monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
-    monkeypatch.setattr(convolution, "COLUMN_BLOCK_ELEMENTS", 3000)    # the same blocks either way
+    monkeypatch.setattr(im2col, "COLUMN_BLOCK_ELEMENTS", 3000)    # the same blocks either way
     x, w = rand(1, 3, 41, 37), rand(1, 16, 3, 5, 5, seed=1)
     geo = convolution.Geometry((2, 2), (1, 1), (2, 2), (2, 2), (0, 0), "explicit")
     calls = spy(monkeypatch, threads, "run_parts")
@@ -359,11 +359,11 @@ def test_balanced_blocks(total, step, parts, expected):
 def test_im2col_columns_buffer_reused_across_blocks(monkeypatch):
     """Blocks of unequal length (the last one short) copy into one buffer per part: stale columns
     of a longer block must not leak into a shorter one's product."""
-    monkeypatch.setattr(convolution, "COLUMN_BLOCK_ELEMENTS", 1000)
+    monkeypatch.setattr(im2col, "COLUMN_BLOCK_ELEMENTS", 1000)
     x, w = rand(2, 3, 23, 19), rand(1, 8, 3, 3, 3, seed=2)
     geo = convolution.Geometry((1, 2), (1, 1), (1, 0), (2, 1), (0, 0), "explicit")
     blocked = convolution.conv_forward(x, w, geo)
-    monkeypatch.setattr(convolution, "COLUMN_BLOCK_ELEMENTS", 1 << 30)
+    monkeypatch.setattr(im2col, "COLUMN_BLOCK_ELEMENTS", 1 << 30)
     np.testing.assert_allclose(blocked, convolution.conv_forward(x, w, geo), rtol=1e-5, atol=1e-5)
 
 

@@ -10,7 +10,7 @@ from irxml import edge, layer, net, port, write
 from ovutil import assert_blas_close, assert_close, compare, run_openvino, save
 import irrun
 from irrun.errors import ModelError
-from irrun.ops import convolution, window
+from irrun.ops import convolution, im2col, window
 from irrun.shapes import format_shape
 
 AUTO_PADS = ["explicit", "same_upper", "same_lower", "valid"]
@@ -396,7 +396,7 @@ def test_large_batches_run_in_slices(name, monkeypatch, tmp_path):
 def test_column_matrix_built_in_blocks_of_output_rows(rank, kind, budget, monkeypatch, tmp_path):
     """A tiny budget builds im2col one output row (budget 1) or a few rows at a time; the last block
     is short, strides and dilations pick the rows, and the batch has two samples."""
-    monkeypatch.setattr(convolution, "COLUMN_BLOCK_ELEMENTS", budget)
+    monkeypatch.setattr(im2col, "COLUMN_BLOCK_ELEMENTS", budget)
     compare_strided_case(rank, kind, [9, 7, 5], ([1, 0, 1], [1, 1, 0]), tmp_path)
 
 

@@ -1,0 +1,184 @@
+"""im2col: a convolution as a GEMM of its filters by the columns of its input's windows.
+
+The column matrix is C_in * K (K the kernel's taps) by the output's positions: a strided view of
+the padded input (`window.window_view`), copied, then one batched matmul [G, C_out, C_in * K] @
+[N, G, C_in * K, positions].  Large layers run on every core while irrun's pool owns them
+(`threads.pool_owns_cores`): blocks of output rows, each copied and multiplied in one part, or,
+where the columns are one block, the copy and the GEMM cut by input channels (`_split_depth`).
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import threads
+from .window import effective_kernel, window_view, zero_extended
+
+if TYPE_CHECKING:
+    from .convolution import Geometry
+
+
+# Largest im2col column matrix (elements) built at once: 1 MiB of f32, which the GEMM then reads
+# from the core's L2 (2 MiB here) where it was just written.  Over the im2col layers of the
+# benchmark's networks (two threads, min of 2 x 25): 20.3 ms in all against 20.9 at 2 MiB and 21.9
+# at 512 KiB (ResNet-18's strided 64 -> 128 layer 1.00 -> 0.86 ms; 256 -> 256 at 14x14 1.32 ms,
+# 1.59 at 512 KiB).  Grouped layers copy every group's columns before the first group's GEMM reads
+# its own, so theirs are half of it: the CRNN's 4-, 8- and 16-group layers 0.90, 0.42, 0.28 ms at
+# 1 MiB, 0.78, 0.40, 0.29 at 512 KiB (0.82, 0.57, 0.35 at 2 MiB).
+COLUMN_BLOCK_ELEMENTS = 1 << 18
+
+# A kernel axis this long makes positions-major columns (see `columns_times_filter`)
+POSITIONS_MAJOR_TAPS = 16
+# Output rows shorter than this make a copy of short runs (see `_gather_cost`)
+GATHER_SHORT_RUN = 16
+
+
+def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
+    """xs [N, G*C_in, S...] convolved with w [G, C_out, C_in, K...] (`whole`: the (lo, hi) range of
+    xs each spatial axis covers once padded; `counts`: the output's size) -> [N, G, C_out, O...].
+
+    The column matrix is `rows` = C_in * K times the size of the output: built a block of output
+    rows (first spatial axis) at a time, it stays within COLUMN_BLOCK_ELEMENTS (still thousands of
+    GEMM columns, as BLAS likes).  Large convolutions
+    run their blocks on every core (each block's copy and GEMM in one thread, BLAS single-threaded):
+    the copies are then parallel too.
+
+    Columns are positions-major ([positions, C_in * K], each row the input's contiguous runs along
+    the last kernel axis) when that axis is long: a 512-tap 1-D kernel copies 512-element runs
+    instead of gathering with a stride (60% of the time of channel-major columns there)."""
+    groups, og, cg, *kernel = w.shape
+    rank = len(kernel)
+    spans = [effective_kernel(k, d) for k, d in zip(kernel, geo.dilations)]
+    axes = tuple(range(2, 2 + rank))
+    rows = cg * prod(kernel)
+    filters = w.reshape(groups, og, rows)
+    positions_major = kernel[-1] >= POSITIONS_MAJOR_TAPS and geo.dilations[-1] == 1
+    # the windows, split by group, are [n, G, Cg, O..., K...]
+    outputs, taps = tuple(range(3, 3 + rank)), tuple(range(3 + rank, 3 + 2 * rank))
+    order = (0, 1) + (outputs + (2,) + taps if positions_major else (2,) + taps + outputs)
+
+    n = xs.shape[0]
+    out = np.empty((n, groups, og, *counts), filters.dtype)
+    row_elements = n * groups * rows * prod(counts[1:])
+    first_output_axis = 2 if positions_major else 3 + rank
+
+    def rows_view(first, last):
+        """The windows of output rows [first, last), of the input padded once for them: a
+        block is then a slice of them, and a part pads the rows it reads itself (the detector's
+        first layers spent 0.3 ms padding before their parts began)."""
+        lo = whole[0][0] + first * geo.strides[0]
+        region = [(lo, lo + (last - first - 1) * geo.strides[0] + spans[0])] + list(whole[1:])
+        view = window_view(zero_extended(xs, region), kernel, axes, geo.strides, geo.dilations)
+        return view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
+
+    def times_filter(view, first, last, buffer, offset):
+        """Output rows [first, last) (`view` begins at row `offset`): their column matrix (copied
+        into `buffer`) times the filters, written into `out`."""
+        block = view[(slice(None),) * first_output_axis + (slice(first - offset, last - offset),)]
+        # Into a buffer each part keeps, not a new array per block: fresh memory is page-faulted
+        # in (a 7x7 stem's copies took twice as long) one core at a time
+        columns = buffer[:block.size].reshape(block.shape)
+        np.copyto(columns, block)
+        target = out[:, :, :, first:last].reshape(n, groups, og, -1)
+        if positions_major:
+            # columns @ filters^T, then transposed into place: OpenBLAS runs [484, 512] x [512, 64]
+            # 25% faster than [64, 512] x [512, 484] with the columns transposed (the audio
+            # net's 512-tap layer 1.99-2.09 -> 1.86 ms alone, the net 4.05 -> 3.96 ms)
+            np.copyto(target, np.matmul(columns.reshape(n, groups, -1, rows),
+                                        filters.swapaxes(-1, -2)).swapaxes(-1, -2))
+        else:
+            np.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
+
+    budget = COLUMN_BLOCK_ELEMENTS if groups == 1 else COLUMN_BLOCK_ELEMENTS // 2
+    step = max(1, budget // max(row_elements, 1))
+    # parts for the copies' size or for the GEMMs' (a strided 32 -> 64 layer at 80 x 160 has
+    # columns too small to split for their copy, but 59 M multiply-adds: 2.1 -> 1.4 ms)
+    parts = threads.parts_for(row_elements * counts[0], most=counts[0])
+    if threads.pool_owns_cores():
+        parts = max(parts, min(threads.threads(), counts[0],
+                               row_elements * counts[0] * og // threads.GEMM_MACS_PER_PART))
+    if step >= counts[0] and (threads.pool_owns_cores() or (parts == 1 and not positions_major)):
+        # the columns fit one block: one GEMM, cut by `threads.matmul` along the filters
+        # (512 -> 512 channels at 7x7: rows of 4 and 3 outputs made GEMMs too narrow); on one
+        # thread, the same GEMM the blocks would run without their bookkeeping (a VAD's 1-D
+        # layers on 2-8 positions, 38 -> 25 us)
+        view = rows_view(0, counts[0])
+        buffer = np.empty(row_elements * counts[0], filters.dtype)
+        columns = buffer.reshape(view.shape)
+        _copy_in_parts(view, columns, _gather_cost(counts, positions_major))
+        target = out.reshape(n, groups, og, -1)
+        if positions_major:
+            threads.matmul(filters, columns.reshape(n, groups, -1, rows).swapaxes(-1, -2), out=target)
+        else:
+            threads.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
+        return out
+    step = threads.balanced_step(counts[0], step, parts)
+    blocks = [(a, min(a + step, counts[0])) for a in range(0, counts[0], step)]
+    # A 1-D layer of one sample whose windows need no padding (an audio front end): its windows
+    # as one [positions, C_in, taps] view made before the parts, which then run nothing but
+    # `_positions_major_blocks` (see there)
+    windows = filters_t = None
+    if positions_major and rank == 1 and n == 1 and groups == 1 and whole[0][0] >= 0 \
+            and whole[0][0] + (counts[0] - 1) * geo.strides[0] + spans[0] <= xs.shape[2]:
+        windows = rows_view(0, counts[0])[0, 0]
+        filters_t = filters[0].T     # (a view: a contiguous copy a call was no faster, 1.001-1.004)
+
+    def run_blocks(a, b):
+        buffer = np.empty(row_elements * step, filters.dtype)
+        if windows is not None:
+            _positions_major_blocks(windows, filters_t, out.reshape(og, -1), blocks[a:b], buffer)
+            return
+        offset = blocks[a][0]
+        view = rows_view(offset, blocks[b - 1][1])
+        for first, last in blocks[a:b]:
+            times_filter(view, first, last, buffer, offset)
+
+    if parts == 1:
+        run_blocks(0, len(blocks))
+    else:
+        with threads.single_threaded_blas():
+            threads.run_parts(run_blocks, threads.bounds(len(blocks), parts))
+    return out
+
+
+def _copy_in_parts(windows: np.ndarray, columns: np.ndarray, cost: float) -> None:
+    """columns[...] = windows ([N, G, then channels or outputs, ...]), cut along axis 2 on every
+    core while the pool owns them and the copy is large for its `cost` (see `_gather_cost`);
+    elsewhere BLAS's threads, spinning after the GEMMs, would take the core a part wants."""
+    parts = threads.parts_for(int(columns.size * cost), most=columns.shape[2]) if threads.pool_owns_cores() else 1
+    if parts == 1:
+        np.copyto(columns, windows)
+        return
+
+    def copy(a, b):
+        np.copyto(columns[:, :, a:b], windows[:, :, a:b])
+    threads.run_parts(copy, threads.bounds(columns.shape[2], parts))
+
+
+def _gather_cost(counts, positions_major: bool) -> float:
+    """Work per element of an im2col copy relative to an add (irrun/threads.py): a window's runs
+    are the output's rows read with the stride, or the kernel's last axis positions-major.  Runs
+    shorter than GATHER_SHORT_RUN cost most per element: 512 channels at 7 x 7, 4608 x 49 columns,
+    0.52 ns an element (118 us on one core, about ten adds), a 1-D layer's 968-long runs 0.25.
+    (Positions-major runs, 16 taps or more, contiguous: taken as two adds, not measured apart.)"""
+    if positions_major:
+        return 2.0
+    return 8.0 if counts[-1] < GATHER_SHORT_RUN else 4.0
+
+
+def _positions_major_blocks(windows, filters_t, out, blocks, buffer) -> None:
+    """For each block [first, last) of positions: windows[first:last] ([positions, C_in, taps])
+    copied into `buffer`, times the filters transposed ([C_in * taps, C_out]), written transposed
+    into out ([C_out, positions]).  Three NumPy calls a block and little Python between them: a
+    part's Python runs while the other part waits for the GIL (the audio net's 512-tap layer in
+    `times_filter`'s blocks: 1.5 ms a part against 1.3 here; the net 3.5-3.6% faster, old and new
+    alternating inference by inference)."""
+    rows = filters_t.shape[0]
+    for first, last in blocks:
+        block = buffer[:(last - first) * rows].reshape(last - first, *windows.shape[1:])
+        np.copyto(block, windows[first:last])
+        np.copyto(out[:, first:last], np.matmul(block.reshape(last - first, rows), filters_t).T)
+
+
