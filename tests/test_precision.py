@@ -401,16 +401,20 @@ def test_loop_body_in_f16(tmp_path):
 # ---------------------------------------------------------------- IR v10 FP16 networks (Model Optimizer)
 
 def mo_fp16_classifier() -> ov.Model:
-    """A small FP16 classifier as MO wrote them: every Parameter, Const and layer f16."""
+    """A small FP16 classifier as MO wrote them: every Parameter, Const and layer f16.  (Its own
+    generator: from the module's, shared in test order, some weights left the f16 rounding of
+    precision="declared" within the tolerance, and test_ir_v10_fp16_network failed when run alone
+    with a few other tests.)"""
+    rng = np.random.default_rng(7)
     x = ops.parameter([1, 3, 32, 32], np.float16, name="data")
     h = x
     for cin, cout in ((3, 16), (16, 32)):
-        w = ops.constant((RNG.standard_normal((cout, cin, 3, 3)) * (2 / (9 * cin)) ** 0.5).astype(np.float16))
-        b = ops.constant((RNG.standard_normal((1, cout, 1, 1)) * 0.1).astype(np.float16))
+        w = ops.constant((rng.standard_normal((cout, cin, 3, 3)) * (2 / (9 * cin)) ** 0.5).astype(np.float16))
+        b = ops.constant((rng.standard_normal((1, cout, 1, 1)) * 0.1).astype(np.float16))
         h = ops.relu(ops.add(ops.convolution(h, w, [1, 1], [1, 1], [1, 1], [1, 1]), b))
         h = ops.max_pool(h, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2]).output(0)
     h = ops.reshape(h, ops.constant(np.array([1, -1], np.int64)), False)
-    w = ops.constant((RNG.standard_normal((10, 32 * 8 * 8)) * 0.05).astype(np.float16))
+    w = ops.constant((rng.standard_normal((10, 32 * 8 * 8)) * 0.05).astype(np.float16))
     logits = ops.matmul(h, w, False, True)
     return ov.Model([ops.softmax(logits, 1)], [x])
 
@@ -420,7 +424,7 @@ def test_ir_v10_fp16_network(tmp_path):
     input is not even rounded to f16).  irrun reports the same types and matches."""
     xml = as_ir_v10(save(mo_fp16_classifier(), tmp_path))
     assert CORE.read_model(str(xml)).inputs[0].get_element_type() == ov.Type.f32
-    inputs = [RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)]
+    inputs = [np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)]
     d = check_modes(xml, inputs)
     model = irrun.load(xml)
     assert model.inputs[0].element_type.name == "f32" and model.outputs[0].element_type.name == "f32"
