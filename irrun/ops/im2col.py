@@ -21,12 +21,13 @@ if TYPE_CHECKING:
 
 
 # Largest im2col column matrix (elements) built at once: 1 MiB of f32, which the GEMM then reads
-# from the core's L2 (2 MiB here) where it was just written.  Over the im2col layers of the
-# benchmark's networks (two threads, min of 2 x 25): 20.3 ms in all against 20.9 at 2 MiB and 21.9
-# at 512 KiB (ResNet-18's strided 64 -> 128 layer 1.00 -> 0.86 ms; 256 -> 256 at 14x14 1.32 ms,
+# from the core's L2 (2 MiB on the Xeon measured here) where it was just written.  Over the im2col
+# layers of the benchmark's networks (two threads, min of 2 x 25): 20.3 ms in all against 20.9 at
+# 2 MiB and 21.9 at 512 KiB (ResNet-18's strided 64 -> 128 layer 1.00 -> 0.86 ms; 256 -> 256 at 14x14 1.32 ms,
 # 1.59 at 512 KiB).  Grouped layers copy every group's columns before the first group's GEMM reads
 # its own, so theirs are half of it: the CRNN's 4-, 8- and 16-group layers 0.90, 0.42, 0.28 ms at
-# 1 MiB, 0.78, 0.40, 0.29 at 512 KiB (0.82, 0.57, 0.35 at 2 MiB).
+# 1 MiB, 0.78, 0.40, 0.29 at 512 KiB (0.82, 0.57, 0.35 at 2 MiB).  On an AMD EPYC with 1 MiB of L2,
+# 512 and 256 KiB were slower still (ResNet-18 13.05 -> 14.43 and 17.53 ms), 2 MiB level.
 COLUMN_BLOCK_ELEMENTS = 1 << 18
 
 # A kernel axis this long makes positions-major columns (see `columns_times_filter`)
@@ -103,10 +104,11 @@ def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
         parts = max(parts, min(threads.threads(), counts[0],
                                row_elements * counts[0] * og // threads.GEMM_MACS_PER_PART))
     if step >= counts[0] and (threads.pool_owns_cores() or (parts == 1 and not positions_major)):
-        # the columns fit one block: one GEMM, cut by `threads.matmul` along the filters
-        # (512 -> 512 channels at 7x7: rows of 4 and 3 outputs made GEMMs too narrow); on one
-        # thread, the same GEMM the blocks would run without their bookkeeping (a VAD's 1-D
-        # layers on 2-8 positions, 38 -> 25 us)
+        # the columns fit one block: while the pool owns the cores, cut along the input channels
+        # (`_split_depth`; cut into blocks of output rows, 512 -> 512 channels at 7x7 made GEMMs
+        # of 28 and 21 columns, too narrow), else one GEMM (`threads.matmul` may cut it along
+        # the filters); on one thread, the same GEMM the blocks would run without their
+        # bookkeeping (a VAD's 1-D layers on 2-8 positions, 38 -> 25 us)
         view = rows_view(0, counts[0])
         target = out.reshape(n, groups, og, -1)
         depth_parts = min(threads.threads(), cg // SPLIT_DEPTH_CHANNELS,
