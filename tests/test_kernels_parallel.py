@@ -843,3 +843,27 @@ def test_grouped_columns_of_a_batch_cut_along_the_input_channels(two_threads, mo
     monkeypatch.setattr(im2col.np, "add", lambda a, b, out: out)
     with pytest.raises(AssertionError):
         assert_close(loaded.infer([image])[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_strided_stem_over_phases_in_parts(two_threads, monkeypatch, tmp_path):
+    """A YOLOv5-style 6x6 / 2 stem, 3 -> 32 channels at 320 x 320 (88 M multiply-adds): the row-tap
+    kernel over the input's phases, its blocks in two parts; OpenVINO's outputs, and one thread's."""
+    xml, loaded = convolution_alone([1, 3, 320, 320], (32, 3, 6, 6), 2, 2, tmp_path / "stem")
+    phases, splits = spy(monkeypatch, convolution, "_phase_taps"), []
+    run_parts = threads.run_parts
+    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    image = rand(1, 3, 320, 320, seed=4)
+    parallel = loaded.infer([image])[0]
+    assert phases and 2 in splits
+    assert_close(parallel, run_openvino(xml, [image])[0], rtol=1e-4, atol=1e-5)
+    threads.set_threads(1)
+    np.testing.assert_allclose(parallel, irrun.load(xml).infer([image])[0], rtol=1e-5, atol=1e-6)
+
+
+def test_networks_of_gemms_and_small_convolutions_keep_blas_threads(tmp_path):
+    x = ops.parameter([1, 17, 64], np.float32, name="x")
+    gemm = ops.matmul(x, ops.constant(rand(64, 64)), False, False)
+    assert not irrun.load(save(model_of(gemm, x), tmp_path / "gemm"))._plan.convolution_network
+    image = ops.parameter([1, 16, 28, 28], np.float32, name="image")
+    small = ops.convolution(image, ops.constant(rand(16, 16, 3, 3)), [1, 1], [1, 1], [1, 1], [1, 1])
+    assert not irrun.load(save(model_of(small, image), tmp_path / "small"))._plan.convolution_network
