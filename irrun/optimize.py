@@ -17,7 +17,9 @@ says where OpenVINO rounds).  On the steps left, `rewrite` makes:
   returns an array of its own (`outputs_are_new`: a Convolution and its bias and activation,
   a MatMul and its bias, MVN and a layer norm's scale and shift): the chain then runs in that
   array.  (Running the chain inside the convolution's kernel, on each block of output while it
-  is in cache, was measured 2-9% slower than whole-tensor passes on this NumPy: not done.)
+  is in cache, was measured 2-9% slower than whole-tensor passes on this NumPy: not done; so
+  was running it in the kernel's parts on two cores, on each part's rows of output: ResNet-18's
+  Winograd layers 3-7% slower.)
 * **1x1 convolutions writing channels-last** for the depthwise layer that alone reads them, where
   that one works channels-last (see `_channels_last_into_depthwise`): the same GEMM run
   transposed, which OpenBLAS's kernels for small products may round in the last bit otherwise
