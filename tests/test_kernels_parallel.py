@@ -183,19 +183,21 @@ def test_winograd_in_tile_row_blocks(two_threads, monkeypatch, tmp_path):
     np.testing.assert_array_equal(parallel, irrun.load(xml).infer(feeds)[0])
 
 
-def test_winograd_one_block_in_parts(two_threads, monkeypatch, tmp_path):
-    """ResNet's 256 -> 256 layer at 14x14 (F(2,3), its 4 MiB filter outweighing the tiles: one block)
-    while the pool owns the cores: the tiles transformed in two parts by input channel, then multiplied and put back in two parts by output channel; OpenVINO's
-    output, and one thread's within float rounding (OpenBLAS rounds a GEMM of 128 rows apart from
-    one of 256 in the last bit; Winograd's transforms carry that to 1.5e-6 here)."""
+@pytest.mark.parametrize("shape", [[1, 256, 14, 14], [2, 256, 17, 15]], ids=["resnet", "batch-cropped"])
+def test_winograd_one_block_in_parts(shape, two_threads, monkeypatch, tmp_path):
+    """ResNet's 256 -> 256 layer at 14x14 (F(2,3), its 4 MiB filter outweighing the tiles: one block),
+    and two samples at 17x15 (tiles cropped on both axes), while the pool owns the cores: the tiles
+    transformed in two parts by input channel, then multiplied and put back in two parts by output
+    channel; OpenVINO's output, and one thread's within float rounding (OpenBLAS rounds a GEMM of
+    128 rows apart from one of 256 in the last bit; Winograd's transforms carry that to 1.5e-6)."""
     monkeypatch.delenv("IRRUN_WINOGRAD", raising=False)
-    xml, loaded = convolution_alone([1, 256, 14, 14], (256, 256, 3, 3), 1, 1, tmp_path / "one-block")
+    xml, loaded = convolution_alone(shape, (256, 256, 3, 3), 1, 1, tmp_path / "one-block")
     splits = []
     run_parts = threads.run_parts
     monkeypatch.setattr(threads, "run_parts",
                         lambda fn, ranges: splits.append((fn.__qualname__, list(ranges))) or run_parts(fn, ranges))
     calls = spy(monkeypatch, convolution, "winograd_conv")
-    image = rand(1, 256, 14, 14, seed=7)
+    image = rand(*shape, seed=7)
     parallel = loaded.infer([image])[0]
     assert calls and [ranges for name, ranges in splits if name.startswith("_one_block_in_parts")] == \
         [[(0, 128), (128, 256)]] * 2
