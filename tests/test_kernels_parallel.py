@@ -35,6 +35,14 @@ def spy(monkeypatch, module, name):
     return calls
 
 
+def record_parts(monkeypatch, what):
+    """A list that gets what(fn, ranges) of every `threads.run_parts` call from here on."""
+    recorded = []
+    run_parts = threads.run_parts
+    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: recorded.append(what(fn, ranges)) or run_parts(fn, ranges))
+    return recorded
+
+
 def conv3x3(ci, co, size, batch=1, pads=(1, 1), auto_pad="explicit", seed=0, grouped=False):
     x = ops.parameter([batch, ci, *size], np.float32, name="x")
     w = rand(co, ci, 3, 3, seed=seed + 1, scale=1 / np.sqrt(9 * ci))
@@ -172,9 +180,7 @@ def test_winograd_in_tile_row_blocks(two_threads, monkeypatch, tmp_path):
     model, feeds = conv3x3(64, 64, [57, 58], batch=2)
     xml = save(model, tmp_path)
     loaded = irrun.load(xml)
-    splits = []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    splits = record_parts(monkeypatch, lambda fn, ranges: len(ranges))
     calls = spy(monkeypatch, convolution, "winograd_conv")
     parallel = loaded.infer(feeds)[0]
     assert calls and splits[0] == 2     # (the blocks; not the GEMMs of one block cut in two)
@@ -192,10 +198,7 @@ def test_winograd_one_block_in_parts(shape, two_threads, monkeypatch, tmp_path):
     128 rows apart from one of 256 in the last bit; Winograd's transforms carry that to 1.5e-6)."""
     monkeypatch.delenv("IRRUN_WINOGRAD", raising=False)
     xml, loaded = convolution_alone(shape, (256, 256, 3, 3), 1, 1, tmp_path / "one-block")
-    splits = []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts",
-                        lambda fn, ranges: splits.append((fn.__qualname__, list(ranges))) or run_parts(fn, ranges))
+    splits = record_parts(monkeypatch, lambda fn, ranges: (fn.__qualname__, list(ranges)))
     calls = spy(monkeypatch, convolution, "winograd_conv")
     image = rand(*shape, seed=7)
     parallel = loaded.infer([image])[0]
@@ -211,9 +214,7 @@ def test_winograd_filter_transformed_in_parts(m, ci, co, two_threads, monkeypatc
     """A large filter is transformed at load in parts (blocks of output channels, the last one
     short): every block is written, the bits are those of one thread, and U is G g G^T."""
     w = rand(co, ci, 3, 3, seed=3)
-    splits = []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    splits = record_parts(monkeypatch, lambda fn, ranges: len(ranges))
     parallel = winograd.WinogradFilter(w, m, np.float32).u
     assert splits == [2]
     threads.set_threads(1)
@@ -339,9 +340,7 @@ def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two
     rank = len(kernel)
     geo = convolution.Geometry(strides, (1,) * rank, (1,) * rank, (1,) * rank, (0,) * rank, "explicit")
     calls = spy(monkeypatch, depthwise, path)
-    splits = []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    splits = record_parts(monkeypatch, lambda fn, ranges: len(ranges))
     parallel = convolution.conv_forward(x, w, geo)
     assert splits == [2] and calls
     threads.set_threads(1)
@@ -726,9 +725,7 @@ def test_positions_major_2d(cin, kernel, stride, monkeypatch, tmp_path):
 ])
 def test_matmul_in_parts_while_the_pool_owns_the_cores(a_shape, b_shape, axis, two_threads, monkeypatch):
     monkeypatch.setattr(threads, "GEMM_MACS_PER_PART", 1)
-    splits = []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(list(ranges)) or run_parts(fn, ranges))
+    splits = record_parts(monkeypatch, lambda fn, ranges: list(ranges))
     a, b = rand(*a_shape), rand(*b_shape, seed=1)
     threads.matmul(a, b)
     assert not splits                       # BLAS has its threads: one call
@@ -768,10 +765,8 @@ def test_a_convolution_network_runs_its_kernels_in_parts_and_matches_openvino(tw
     xml = save(model, tmp_path / "net")
     loaded = irrun.load(xml)
     assert loaded._plan.convolution_network
-    splits, taps = [], spy(monkeypatch, convolution, "_shifted_taps")
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts",
-                        lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    taps = spy(monkeypatch, convolution, "_shifted_taps")
+    splits = record_parts(monkeypatch, lambda fn, ranges: len(ranges))
     matmuls = spy(monkeypatch, threads, "matmul")
     image = rand(1, 64, 56, 56, seed=3)
     expected = run_openvino(xml, [image])[0]
@@ -797,9 +792,7 @@ def test_im2col_blocks_run_in_parts_for_their_gemms(two_threads, monkeypatch, tm
     """A strided 32 -> 64 layer at 80 x 160: its columns (0.9 Mi elements) are too few to split for
     their copy, its GEMMs (59 M multiply-adds) are not: two parts while the pool owns the cores."""
     xml, loaded = convolution_alone([1, 32, 80, 160], (64, 32, 3, 3), 2, 1, tmp_path / "strided")
-    splits = []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    splits = record_parts(monkeypatch, lambda fn, ranges: len(ranges))
     image = rand(1, 32, 80, 160, seed=4)
     assert_close(loaded.infer([image])[0], run_openvino(xml, [image])[0], rtol=1e-4, atol=1e-5)
     assert splits == [2]
@@ -811,10 +804,7 @@ def test_one_block_of_columns_cut_along_the_input_channels(two_threads, monkeypa
     then added; OpenVINO's output, and one thread's within float rounding (the sum in another
     order)."""
     xml, loaded = convolution_alone([1, 512, 7, 7], (512, 512, 3, 3), 1, 1, tmp_path / "last-stage")
-    splits = []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts",
-                        lambda fn, ranges: splits.append((fn.__qualname__, len(ranges))) or run_parts(fn, ranges))
+    splits = record_parts(monkeypatch, lambda fn, ranges: (fn.__qualname__, len(ranges)))
     image = rand(1, 512, 7, 7, seed=4)
     parallel = loaded.infer([image])[0]
     assert splits == [("_split_depth.<locals>.depth", 2)]
@@ -834,10 +824,7 @@ def test_grouped_columns_of_a_batch_cut_along_the_input_channels(two_threads, mo
     xml = save(model, tmp_path / "grouped")
     loaded = irrun.load(xml)
     assert loaded._plan.convolution_network
-    splits = []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts",
-                        lambda fn, ranges: splits.append((fn.__qualname__, list(ranges))) or run_parts(fn, ranges))
+    splits = record_parts(monkeypatch, lambda fn, ranges: (fn.__qualname__, list(ranges)))
     image = rand(2, 74, 14, 14, seed=6)
     expected = run_openvino(xml, [image])[0]
     assert_close(loaded.infer([image])[0], expected, rtol=1e-4, atol=1e-5)
@@ -851,9 +838,8 @@ def test_strided_stem_over_phases_in_parts(two_threads, monkeypatch, tmp_path):
     """A YOLOv5-style 6x6 / 2 stem, 3 -> 32 channels at 320 x 320 (88 M multiply-adds): the row-tap
     kernel over the input's phases, its blocks in two parts; OpenVINO's outputs, and one thread's."""
     xml, loaded = convolution_alone([1, 3, 320, 320], (32, 3, 6, 6), 2, 2, tmp_path / "stem")
-    phases, splits = spy(monkeypatch, convolution, "_phase_taps"), []
-    run_parts = threads.run_parts
-    monkeypatch.setattr(threads, "run_parts", lambda fn, ranges: splits.append(len(ranges)) or run_parts(fn, ranges))
+    phases = spy(monkeypatch, convolution, "_phase_taps")
+    splits = record_parts(monkeypatch, lambda fn, ranges: len(ranges))
     image = rand(1, 3, 320, 320, seed=4)
     parallel = loaded.infer([image])[0]
     assert phases and 2 in splits
