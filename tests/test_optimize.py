@@ -422,6 +422,40 @@ def test_few_rows_times_weights_run_weight_first(shape, transpose_b, monkeypatch
     assert_blas_close(weight_first(rows, w if transpose_b else w.T), run(rows, w))
 
 
+def _few_rows_encoder_block(hidden=32, heads=4) -> ov.Model:
+    """2 x 17 tokens through a feed-forward block, a residual, a layer norm and one attention head
+    split: every product takes few rows, so each runs weight first."""
+    x = ops.parameter([2, 17, hidden], ov.Type.f32, name="x")
+
+    def dense(t, cin, cout):
+        return ops.add(ops.matmul(t, _c((cout, cin), cin ** -0.5), False, True), _c((cout,), 0.1))
+    up = ops.gelu(dense(x, hidden, 4 * hidden), "erf")
+    y = ops.add(x, dense(up, 4 * hidden, hidden))
+    norm = ops.add(ops.multiply(ops.mvn(y, ops.constant(np.array([-1], np.int64)), True, 1e-5, "inside_sqrt"),
+                                _c((hidden,))), _c((hidden,)))
+    q, k = (ops.transpose(ops.reshape(dense(norm, hidden, hidden), ops.constant(np.array([2, 17, heads, -1])),
+                                      False), ops.constant(np.array([0, 2, 1, 3]))) for _ in range(2))
+    scores = ops.softmax(ops.matmul(q, k, False, True), -1)
+    return ov.Model([ops.result(norm), ops.result(scores), ops.result(up)], [x])
+
+
+def test_weight_first_products_flow_on_column_major(monkeypatch, tmp_path):
+    """A product run weight first hands on (w @ x.T).T as it is, column-major: the chain after it,
+    the next product (which reads its transpose row-major), a residual Add with a row-major
+    tensor, a layer norm, a Reshape into heads and a Softmax compute OpenVINO's values on it."""
+    import irrun.ops.matrix as matrix
+    layouts, weight_first = [], matrix.weight_first
+
+    def recording(x, w):
+        out = weight_first(x, w)
+        layouts.append(out.flags.f_contiguous and not out.flags.c_contiguous)
+        return out
+    monkeypatch.setattr(matrix, "weight_first", recording)
+    xml = save(_few_rows_encoder_block(), tmp_path / "m.xml")
+    check_both_ways(xml, {"x": RNG.standard_normal((2, 17, 32)).astype(np.float32)})
+    assert layouts and all(layouts)
+
+
 def test_a_vector_times_transposed_weights_keeps_the_layout(tmp_path):
     x = ops.parameter([1, 16], ov.Type.f32, name="x")
     xml = save(ov.Model([ops.result(ops.matmul(x, _c((24, 16)), False, True))], [x]), tmp_path / "m.xml")

@@ -120,15 +120,20 @@ FEW_ROWS = 48
 
 
 def weight_first(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """x [rows, in] @ w.T for w [out, in] as (w @ x.T).T, copied row-major: the same products
-    (summed in the same order by OpenBLAS's AVX-512 kernels, bit for bit; its AVX2 ones, forced on
-    an AMD EPYC, sum them otherwise, a unit or two in the last place apart), and faster for few
-    rows, with OpenBLAS on two cores (34 x 384 x 1536: 357-396 -> 306-333 us, 17 x 1536 x 384:
-    237-272 -> 205, 48 x 384 x 1536: 385-400 -> 315-363; at 64 rows 433-459 -> 521-553, hence
-    FEW_ROWS).  Inside the benchmark's transformer at sequence 17, batch 2, its feed-forward
-    products took 620 -> 578 and 430 -> 350 us, the network 10.5 -> 9.4 ms (15.2 -> 13.8 on one
-    thread)."""
-    return np.ascontiguousarray(threads.matmul(w, x.T).T)
+    """x [rows, in] @ w.T for w [out, in] as (w @ x.T).T: the same products (summed in the same
+    order by OpenBLAS's AVX-512 kernels, bit for bit; its AVX2 ones, forced on an AMD EPYC, sum
+    them otherwise, a unit or two in the last place apart), and faster for few rows, with OpenBLAS
+    on two cores (34 x 384 x 1536: 357-396 -> 306-333 us, 17 x 1536 x 384: 237-272 -> 205, 48 x
+    384 x 1536: 385-400 -> 315-363; at 64 rows 433-459 -> 521-553, hence FEW_ROWS).  Inside the
+    benchmark's transformer at sequence 17, batch 2, its feed-forward products took 620 -> 578 and
+    430 -> 350 us, the network 10.5 -> 9.4 ms (15.2 -> 13.8 on one thread).
+
+    Returned as the transposed view, column-major: a row-major copy cost 30 of the 163 us of
+    34 x 384 x 1536 on two cores (60 of 300 on one), and the next product by a weight reads x.T,
+    row-major then, with no copy at all (the transformer at sequence 17 4.88-4.97 -> 4.74-4.85 ms,
+    7.84 -> 7.71 on one thread, old and new alternating in one process).  Elementwise layers
+    follow the layout; a Reshape copies where it must, as after any Transpose."""
+    return threads.matmul(w, x.T).T
 
 
 # ---------------------------------------------------------------- GroupedMatMul
