@@ -95,13 +95,16 @@ class MatMul(Op):
         """Float32/64 data times a 2-D matrix: one GEMM over all the rows at once (NumPy would
         run one per leading index), with the output shape known at load.  At most FEW_ROWS rows
         times a constant weight whose memory holds it [out, in] row by row (as stored with
-        transpose_b, or laid out so by irrun/optimize.py) run weight first (`weight_first`)."""
+        transpose_b, or laid out so by irrun/optimize.py) run weight first (`weight_first`).
+        Other float products of two matrices or stacks of them (attention's scores and context)
+        run `run`'s arithmetic without its checks and error state (the executor's is in force):
+        a decoding step's scores and context 3.9 -> 2.6 and 3.3 -> 2.2 us each."""
         a, b = step.inputs
         out = step.outputs[0]
-        if self.run_replaced() or self.attrs.transpose_a or a.etype is not b.etype or \
-                a.etype.name not in ("f32", "f64") or b.rank != 2 or (a.rank or 0) < 2 or \
-                not (a.is_static and b.is_static):
+        if self.run_replaced() or a.etype is not b.etype or a.etype.name not in ("f32", "f64"):
             return None
+        if self.attrs.transpose_a or b.rank != 2 or (a.rank or 0) < 2 or not (a.is_static and b.is_static):
+            return self._bind_stacked(a, b)
         k, shape = a.shape[-1], out.shape
         out_in = None if b.value is None else b.value if self.attrs.transpose_b else b.value.T
         if prod(a.shape[:-1]) <= FEW_ROWS and out_in is not None and out_in.flags.c_contiguous:
@@ -109,10 +112,24 @@ class MatMul(Op):
                 return lambda x, w: weight_first(x.reshape(-1, k), w).reshape(shape)
             return lambda x, w: weight_first(x.reshape(-1, k), w.T).reshape(shape)
         if a.rank < 3:
-            return None
+            return self._bind_stacked(a, b)
         if self.attrs.transpose_b:
             return lambda x, w: threads.matmul(x.reshape(-1, k), w.T).reshape(shape)
         return lambda x, w: threads.matmul(x.reshape(-1, k), w).reshape(shape)
+
+    def _bind_stacked(self, a, b):
+        """`run` for float operands of rank 2 or more (no 1-D operand, whose matmul NumPy makes
+        a vector of)."""
+        if (a.rank or 0) < 2 or (b.rank or 0) < 2:
+            return None
+        matmul = threads.matmul
+        if self.attrs.transpose_a and self.attrs.transpose_b:
+            return lambda x, y: matmul(x.swapaxes(-1, -2), y.swapaxes(-1, -2))
+        if self.attrs.transpose_a:
+            return lambda x, y: matmul(x.swapaxes(-1, -2), y)
+        if self.attrs.transpose_b:
+            return lambda x, y: matmul(x, y.swapaxes(-1, -2))
+        return matmul
 
 
 # Rows of data up to which a product with a constant weight runs weight first (`weight_first`)
