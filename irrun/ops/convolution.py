@@ -37,6 +37,7 @@ from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from . import im2col
+from .common import channels_first_view
 from .depthwise import depthwise, depthwise_pays, row_filter, rows_pay
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
 from .window import (SAME, effective_kernel, inside_region, resolve_pads, tap_outputs, transposed_output_dims,
@@ -122,7 +123,7 @@ def _pointwise_channels_last(x, w_t) -> np.ndarray:
     view of that [N, S..., C_out] array."""
     n, c = x.shape[:2]
     product = threads.matmul(x.reshape(n, c, -1).swapaxes(1, 2), w_t)
-    return np.moveaxis(product, 2, 1).reshape(n, w_t.shape[1], *x.shape[2:])
+    return channels_first_view(product).reshape(n, w_t.shape[1], *x.shape[2:])
 
 
 def pointwise_unpadded(filter_shape, geo: Geometry, whole, spatial) -> bool:

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import threads
+from .common import channels_first_view, channels_last_view
 from .window import effective_kernel, inside_region, tap_outputs, window_view, zero_extended
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def _phased_channels_last(x: np.ndarray, region, stride: int) -> np.ndarray:
     shape = (n, *(hi - lo for lo, hi in region[:-1]), stride, -(-width // stride), channels)
     padded = any(left or right for left, right in widths) or width % stride
     out = np.zeros(shape, x.dtype) if padded else np.empty(shape, x.dtype)
-    data = np.moveaxis(x[(slice(None), slice(None)) + tuple(inside)], 1, -1)
+    data = channels_last_view(x[(slice(None), slice(None)) + tuple(inside)])
     first, last = target[-1].start, target[-1].stop       # the data's columns in the extended frame
     for phase in range(stride):
         start = first + (phase - first) % stride
@@ -154,7 +155,7 @@ def _inside_outputs(x, filter_shape, geo: Geometry, whole, counts) -> list[tuple
     groups, og, _, *kernel = filter_shape
     # (the layer's own attributes first: most depthwise layers leave at the first test or two)
     if og != 1 or groups < INSIDE_MIN_CHANNELS or all(s == 1 for s in geo.strides) or \
-            prod(x.shape[1:]) < INSIDE_MIN_ELEMENTS or not np.moveaxis(x, 1, -1).flags.c_contiguous:
+            prod(x.shape[1:]) < INSIDE_MIN_ELEMENTS or not channels_last_view(x).flags.c_contiguous:
         return None
     inside = []
     for size, (lo, _), k, s, d, count in zip(x.shape[2:], whole, kernel, geo.strides, geo.dilations, counts):
@@ -183,7 +184,7 @@ def _depthwise_inside(x, w, geo: Geometry, whole, counts, inside) -> np.ndarray:
     axes = range(1, 1 + rank)
 
     start = tuple(slice(lo + a * s, None) for (lo, _), (a, _), s in zip(whole, inside, geo.strides))
-    windows = window_view(np.moveaxis(x, 1, -1)[(slice(None),) + start], kernel, axes, geo.strides, geo.dilations)
+    windows = window_view(channels_last_view(x)[(slice(None),) + start], kernel, axes, geo.strides, geo.dilations)
     windows = windows[(slice(None),) + tuple(slice(0, b - a) for a, b in inside)]
     target = out[(slice(None),) + tuple(slice(a, b) for a, b in inside)]
 
@@ -207,7 +208,7 @@ def _depthwise_inside(x, w, geo: Geometry, whole, counts, inside) -> np.ndarray:
 def _to_channels_first(out: np.ndarray, groups: int, og: int, counts) -> np.ndarray:
     """[N, O..., G * Og] as the [N, G, Og, O...] view the caller takes."""
     n = out.shape[0]
-    return np.moveaxis(out.reshape(n, *counts, groups * og), -1, 1).reshape(n, groups, og, *counts)
+    return channels_first_view(out.reshape(n, *counts, groups * og)).reshape(n, groups, og, *counts)
 
 
 def _depthwise_rows(xp, rows_filter, geo: Geometry, counts) -> np.ndarray:
