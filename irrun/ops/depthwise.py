@@ -24,11 +24,10 @@ from math import prod
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from .. import threads
 from .common import channels_first_view, channels_last_view
-from .window import effective_kernel, inside_region, tap_outputs, window_view, zero_extended
+from .window import effective_kernel, inside_region, strided_view, tap_outputs, window_view, zero_extended
 
 if TYPE_CHECKING:
     from .convolution import Geometry
@@ -232,10 +231,10 @@ def _depthwise_rows(xp, rows_filter, geo: Geometry, counts) -> np.ndarray:
     views = []
     for phase, offset, offset_step, weights in rows_filter:
         column = xp[(slice(None),) * rank + (phase, slice(offset, None))]
-        views.append((as_strided(column, (n, *lead, *weights.shape[:-1], run),
-                                 (steps[0], *(steps[1 + a] * geo.strides[a] for a in range(rank - 1)),
-                                  *(steps[1 + a] * geo.dilations[a] for a in range(rank - 1)),
-                                  offset_step * steps[-2], steps[-1]), writeable=False), weights))
+        views.append((strided_view(column, (n, *lead, *weights.shape[:-1], run),
+                                   (steps[0], *(steps[1 + a] * geo.strides[a] for a in range(rank - 1)),
+                                    *(steps[1 + a] * geo.dilations[a] for a in range(rank - 1)),
+                                    offset_step * steps[-2], steps[-1])), weights))
     out = np.empty((n, *lead, run), xp.dtype)
 
     def rows_of(a, b, cut):

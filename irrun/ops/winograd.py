@@ -43,10 +43,9 @@ import os
 from math import prod
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from .. import threads
-from .window import zero_extended
+from .window import strided_view, zero_extended
 
 # Transform matrices (Toom-Cook), in float64: F(2,3) at the points 0, 1, -1, inf; F(4,3) at 0, 1, -1,
 # 1/2, -2, inf, whose rounding error is smaller than that of the textbook 0, +-1, +-2 (Barabasz et
@@ -181,8 +180,7 @@ def _transformed_tiles(xp, f: WinogradFilter, th: int, tw: int, c0: int, c1: int
     m, a = f.m, f.a
     n = xp.shape[0]
     s_n, s_c, s_h, s_w = xp.strides
-    tiles = as_strided(xp[:, c0:c1], (a, a, c1 - c0, n, th, tw), (s_h, s_w, s_c, s_n, m * s_h, m * s_w),
-                       writeable=False)
+    tiles = strided_view(xp[:, c0:c1], (a, a, c1 - c0, n, th, tw), (s_h, s_w, s_c, s_n, m * s_h, m * s_w))
     d = np.ascontiguousarray(tiles)
     # (threads.matmul: on every core while irrun's pool owns them, outside parts)
     rows = threads.matmul(f.bt, d.reshape(a, -1)).reshape(a, a, -1)     # B^T over the tiles' rows
