@@ -176,7 +176,7 @@ def _depthwise_inside(x, w, geo: Geometry, whole, counts, inside) -> np.ndarray:
     groups, _, _, *kernel = w.shape
     n, rank = x.shape[0], len(kernel)
     spans = [effective_kernel(k, d) for k, d in zip(kernel, geo.dilations)]
-    wl = np.ascontiguousarray(np.moveaxis(w.reshape(groups, *kernel), 0, -1))   # [K..., G]
+    wl = np.ascontiguousarray(w.reshape(groups, *kernel).transpose((*range(1, 1 + rank), 0)))   # [K..., G]
     out = np.empty((n, *counts, groups), np.result_type(x, w))
     letters, taps = "abcdefgh"[:rank], "ijklmnop"[:rank]
     subscripts = f"z{letters}g{taps},{taps}g->z{letters}g"
@@ -273,7 +273,7 @@ def _depthwise_einsum(xl, w, geo: Geometry, counts) -> np.ndarray:
     groups, og, _, *kernel = w.shape
     n, rank = xl.shape[0], len(kernel)
     windows = window_view(xl, kernel, range(1, 1 + rank), geo.strides, geo.dilations)   # [N, O..., G, K...]
-    wl = np.ascontiguousarray(np.moveaxis(w.reshape(groups, og, *kernel), (0, 1), (-2, -1)))   # [K..., G, Og]
+    wl = np.ascontiguousarray(w.reshape(groups, og, *kernel).transpose((*range(2, 2 + rank), 0, 1)))   # [K..., G, Og]
     out = np.empty((n, *counts, groups, og), np.result_type(xl, w))
     letters = "abcdefgh"[:rank]
     taps = "ijklmnop"[:rank]
