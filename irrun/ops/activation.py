@@ -68,15 +68,6 @@ def _typed_coefficients(coefficients: tuple[float, ...], dtype: np.dtype) -> tup
     return tuple(dtype.type(c) for c in coefficients)
 
 
-@lru_cache(maxsize=8)
-def _bounds_f32(limit: float) -> tuple:
-    return np.float32(-limit), np.float32(limit)
-
-
-def _clip_f32(x: np.ndarray, limit: float) -> np.ndarray:
-    """x clipped to [-limit, limit] by the clip ufunc itself (np.clip's wrapper cost 1.5 us a call)."""
-    return clip_ufunc(x, *_bounds_f32(limit))
-
 
 # erf in float32 (the Erf op): erf(t) = t P(t^2) / Q(t^2) for t clamped to [-4, 4] (from 3.92 on,
 # erf is 1 in float32); one rational function, degrees 5 / 5, fitted to `erf` by weighted least
@@ -86,6 +77,7 @@ _ERF_F32_P = tuple(c / 2 for c in (1.9745583096867836e-06, 0.0002879645812287712
 _ERF_F32_Q = (3.747392767327778e-05, 0.0012158995683168026, 0.015441432023659158, 0.1164631974328935,
                0.5072253202045632, 1.0)
 _ERF_SATURATES_F32 = 4.0
+_ERF_CLAMP_F32 = scalar_clamp(-_ERF_SATURATES_F32, _ERF_SATURATES_F32, np.dtype(np.float32))
 
 # Gelu (erf mode) in float32 as x (1 + tanh(y(x))) / 2, where y(x) = atanh(erf(x / sqrt 2)) is odd
 # and smooth: y = x S(x^2) for x clamped to [-5.75, 5.75] (where y is 10.3 and tanh(y) exactly +-1
@@ -97,6 +89,7 @@ _ERF_SATURATES_F32 = 4.0
 _GELU_TANH_ARGUMENT = (1.8139381510334537e-09, -1.3378367331057332e-07, 3.974078205893313e-06,
                        -5.527343898298613e-05, -3.302653799136589e-05, 0.03633414892892616, 0.7978842684407049)
 _GELU_TANH_SATURATES_F32 = 5.75
+_GELU_CLAMP_F32 = scalar_clamp(-_GELU_TANH_SATURATES_F32, _GELU_TANH_SATURATES_F32, np.dtype(np.float32))
 _ONE_F32, _HALF_F32 = np.float32(1), np.float32(0.5)
 
 
@@ -104,7 +97,7 @@ def _gelu_erf_f32_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """0.5 x (1 + erf(x / sqrt 2)) of float32 data, written into `out` (which may be `x`)."""
     if x.ndim == 0:   # NumPy makes scalars of 0-d results, which `out=` cannot take
         return _gelu_erf_f32_into(x.reshape(1), out.reshape(1)).reshape(())
-    t = _clip_f32(x, _GELU_TANH_SATURATES_F32)   # NaN stays NaN
+    t = _GELU_CLAMP_F32(x, None)   # NaN stays NaN
     y = _polynomial(_GELU_TANH_ARGUMENT, np.multiply(t, t))
     np.multiply(y, t, y)
     np.tanh(y, y)
@@ -118,7 +111,7 @@ def erf_f32(x: np.ndarray) -> np.ndarray:
     `erf` took 50 times an add; this is a fifth of that)."""
     if x.ndim == 0:
         return erf_f32(x.reshape(1)).reshape(())
-    t = _clip_f32(x, _ERF_SATURATES_F32)   # NaN stays NaN
+    t = _ERF_CLAMP_F32(x, None)   # NaN stays NaN
     z = np.multiply(t, t)
     doubled = _polynomial(_ERF_F32_P, z)
     doubled *= t

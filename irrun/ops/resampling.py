@@ -45,7 +45,7 @@ from .. import etypes, partial_values
 from ..errors import ShapeError, UnsupportedError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, Shape, dim_map, dim_merge, dims_compatible, format_shape, is_static_dim
-from .common import round_half_away
+from .common import channels_first_view, channels_last_view, round_half_away
 
 _F32 = np.float32
 _HALF = np.float32(0.5)
@@ -617,7 +617,7 @@ class _PointGather:
     """Reads data[n, :, y, x] for integer (y, x) per grid point; points outside the data read 0."""
 
     def __init__(self, data: np.ndarray):
-        self.channels_last = np.moveaxis(data, 1, -1)          # N, H, W, C: one gather per point
+        self.channels_last = channels_last_view(data)          # N, H, W, C: one gather per point
         self.height, self.width = data.shape[2:]
         self.batch = np.arange(data.shape[0])[:, None, None]
 
@@ -651,7 +651,7 @@ def grid_sample(data: np.ndarray, grid: np.ndarray, align_corners: bool, mode: s
         # round half to even (lrint), and the values are copied, not converted
         x = _padded_coords(x, width, padding_mode, align_corners)
         y = _padded_coords(y, height, padding_mode, align_corners)
-        return np.moveaxis(gather(np.rint(y).astype(np.int64), np.rint(x).astype(np.int64)), -1, 1)
+        return channels_first_view(gather(np.rint(y).astype(np.int64), np.rint(x).astype(np.int64)))
 
     gather = _PointGather(data.astype(_F32))
     if mode == "bilinear":
@@ -685,7 +685,7 @@ def grid_sample(data: np.ndarray, grid: np.ndarray, align_corners: bool, mode: s
             out = term if out is None else out + term
     else:
         raise AssertionError(mode)
-    return np.moveaxis(_grid_sample_cast(out, data.dtype), -1, 1)
+    return channels_first_view(_grid_sample_cast(out, data.dtype))
 
 
 def _grid_sample_cast(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
