@@ -195,7 +195,7 @@ def _channels_last_into_depthwise(plan, steps: list) -> None:
         if data is None or not is_static(data.shape) or filt is None or filt.ndim != len(data.shape) + 1 \
                 or readers.get(layer.inputs[0]) != 1:
             continue
-        if not works_channels_last(filt.shape, layer.op.geometry(filt.ndim - 3)):
+        if not works_channels_last(filt.shape):
             continue
         head = _layer_step(producers[layer.inputs[0]]) if layer.inputs[0] in producers else None
         if head is None or head.node.layer.op_type != "Convolution" or len(head.inputs) != 2 or head.op.run_replaced():

@@ -244,10 +244,19 @@ def test_winograd_filter_transformed_in_parts(m, ci, co, two_threads, monkeypatc
     (32, 2, [11, 12], [3, 3], [1, 1], [1, 1], "einsum"),          # a multiplier: not by rows
     (130, 1, [31], [5], [3], [2], "einsum"),                      # 1-D
     (96, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "einsum"),  # 3-D, einsum
+    (240, 1, [14, 14], [5, 5], [1, 1], [1, 1], "rows beyond"),    # rows beyond their channels
+    (96, 1, [28, 27], [5, 5], [2, 2], [1, 1], "rows beyond"),     # strided, rows beyond their channels
+    (192, 1, [6, 80], [3, 3], [1, 1], [1, 1], "einsum large"),    # rows' repeated filter too large
 ])
 @pytest.mark.parametrize("block", [7, depthwise.DEPTHWISE_BLOCK_ELEMENTS])
 def test_depthwise(channels, multiplier, size, kernel, stride, dilation, path, block, monkeypatch, tmp_path):
+    """Each kernel against OpenVINO.  "einsum": where rows could take the layer too, they are
+    held to their channel counts (ROWS_FILTER_ELEMENTS 0); "rows beyond": rows beyond those, their
+    filter small enough; "einsum large": rows' filter repeated along an output row too large."""
     monkeypatch.setattr(depthwise, "DEPTHWISE_BLOCK_ELEMENTS", block)
+    if path == "einsum":
+        monkeypatch.setattr(depthwise, "ROWS_FILTER_ELEMENTS", 0)
+    path = path.split()[0]
     calls = {name: spy(monkeypatch, depthwise, f"_depthwise_{name}") for name in ("rows", "einsum", "taps")}
     rank = len(size)
     x = ops.parameter([2, channels, *size], np.float32, name="x")
@@ -261,7 +270,8 @@ def test_depthwise(channels, multiplier, size, kernel, stride, dilation, path, b
 @pytest.mark.parametrize("pads_begin, pads_end", [([2, 0], [1, 2]), ([0, 0], [0, 0])])
 @pytest.mark.parametrize("strides, path", [([1, 2], "_depthwise_einsum"), ([1, 1], "_depthwise_rows")])
 def test_depthwise_pads_as_it_turns_channels_last(pads_begin, pads_end, strides, path, monkeypatch, tmp_path):
-    """The channels-last copy is also the padding."""
+    """The channels-last copy is also the padding (the einsum's: rows held to their channels)."""
+    monkeypatch.setattr(depthwise, "ROWS_FILTER_ELEMENTS", 0)
     calls = spy(monkeypatch, depthwise, path)
     x = ops.parameter([1, 96, 13, 12], np.float32, name="x")
     node = ops.group_convolution(x, ops.constant(rand(96, 1, 1, 3, 3, seed=1)), strides, pads_begin, pads_end, [1, 1])
@@ -276,6 +286,7 @@ def test_depthwise_negative_pads_agree_with_tap_by_tap(channels, path, monkeypat
     are checked against the tap-by-tap one."""
     geo = convolution.Geometry((1, 2), (1, 1), (1, -1), (-2, 1), (0, 0), "explicit")
     x, w = rand(2, channels, 13, 12), rand(channels, 1, 1, 3, 3, seed=1)
+    monkeypatch.setattr(depthwise, "ROWS_FILTER_ELEMENTS", 0)
     calls = spy(monkeypatch, depthwise, path)
     got = convolution.conv_forward(x, w, geo)
     assert calls
@@ -332,6 +343,7 @@ def test_long_1d_kernel_one_sample_unpadded(c_in, c_out, kernel, stride, length,
 def test_depthwise_in_parts_equal_one_thread(x_shape, kernel, strides, path, two_threads, monkeypatch, tmp_path):
     """A large depthwise layer on two threads gives the bits of one thread, and OpenVINO's values."""
     monkeypatch.setattr(threads, "MIN_PART_ELEMENTS", 1)
+    monkeypatch.setattr(depthwise, "ROWS_FILTER_ELEMENTS", 0)     # (rows held to their channels)
     w = rand(x_shape[1], 1, 1, *kernel, seed=1)
     if path == "_depthwise_inside":       # (channels innermost in memory)
         x = np.moveaxis(rand(x_shape[0], *x_shape[2:], x_shape[1]), -1, 1)

@@ -560,7 +560,7 @@ class _ConvolutionFamily(Op):
             # of it `_direct`'s choice of kernel and the padding check (EfficientNet has 32)
             shape = (data.shape[0], og, *counts)
             return lambda x, w: _pointwise(x, weights, geo).reshape(shape)
-        rows_filter = row_filter(weights, geo, counts) if depthwise_pays(weights.shape) and rows_pay(weights.shape, geo) \
+        rows_filter = row_filter(weights, geo, counts) if depthwise_pays(weights.shape) and rows_pay(weights.shape, geo, counts) \
             else None
         return lambda x, w: _direct(x, weights, geo, whole, counts, rows_filter)
 

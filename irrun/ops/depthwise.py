@@ -5,7 +5,8 @@ one tap's products at a time into an accumulator; what differs is how long the l
 are, and so how much of the time is NumPy's per-loop overhead:
 
 * `_depthwise_rows` (one output per channel, up to DEPTHWISE_ROWS_CHANNELS channels at stride 1,
-  DEPTHWISE_ROWS_STRIDED_CHANNELS strided): channels-last, the last axis cut into its stride's
+  DEPTHWISE_ROWS_STRIDED_CHANNELS strided, and more while its filter, repeated along an output
+  row, stays within ROWS_FILTER_ELEMENTS): channels-last, the last axis cut into its stride's
   phases, an output row's positions and channels are one contiguous run, and so is each tap's
   input for it; one `einsum` runs a loop of (row length x channels) per row and tap.
 * `_depthwise_einsum` (64 output channels or more otherwise): one `einsum` over channels-last
@@ -50,6 +51,13 @@ DEPTHWISE_BLOCK_ELEMENTS = 1 << 16
 # 56x56 243 -> 205; 96 at 28x28 5x5 130 -> 113; 96 at 112x112 1315 -> 1374; 240 at 28x28 143 -> 169.
 DEPTHWISE_ROWS_CHANNELS = 160
 DEPTHWISE_ROWS_STRIDED_CHANNELS = 80
+# Beyond those channels, rows too while the filter as `row_filter` repeats it along an output row
+# (taps x row length x channels) has at most this many elements (512 KiB in f32, half of L2): the
+# longer loop still pays against the einsum over windows (one core, us: 240 ch at 14x14 5x5 242
+# -> 206, 576 at 7x7 5x5 150 -> 134, 480 at 14x14 3x3 216 -> 196, 144 at 56x56 5x5 / 2 729 ->
+# 609, 96 at 112x112 3x3 / 2 1815 -> 1684; none slower), but the repeated filter is memory the
+# layer keeps (EfficientNet-B0's would be 7.7 MiB in all, its filters 0.5).
+ROWS_FILTER_ELEMENTS = 1 << 17
 
 
 # A strided layer of this many channels or more, and input elements per sample, whose data is
@@ -71,17 +79,21 @@ def depthwise_pays(filter_shape) -> bool:
     return cg == 1 and og <= DEPTHWISE_MAX_MULTIPLIER and (groups > 1 or prod(kernel) <= DEPTHWISE_MAX_TAPS)
 
 
-def rows_pay(filter_shape, geo: Geometry) -> bool:
-    """Whether `_depthwise_rows` takes this depthwise filter (see DEPTHWISE_ROWS_CHANNELS)."""
-    groups, og, *_ = filter_shape
+def rows_pay(filter_shape, geo: Geometry, counts) -> bool:
+    """Whether `_depthwise_rows` takes this depthwise filter (see DEPTHWISE_ROWS_CHANNELS and
+    ROWS_FILTER_ELEMENTS) for outputs of `counts` per spatial axis."""
+    groups, og, _, *kernel = filter_shape
     strided = any(s > 1 for s in geo.strides)
-    return og == 1 and groups <= (DEPTHWISE_ROWS_STRIDED_CHANNELS if strided else DEPTHWISE_ROWS_CHANNELS)
+    return og == 1 and (groups <= (DEPTHWISE_ROWS_STRIDED_CHANNELS if strided else DEPTHWISE_ROWS_CHANNELS)
+                        or prod(kernel) * counts[-1] * groups <= ROWS_FILTER_ELEMENTS)
 
 
-def works_channels_last(filter_shape, geo: Geometry) -> bool:
+def works_channels_last(filter_shape) -> bool:
     """Whether `depthwise` turns the data channels-last for this filter (a producer that writes it
-    so saves the transposing copy: irrun/optimize.py)."""
-    return depthwise_pays(filter_shape) and (rows_pay(filter_shape, geo) or
+    so saves the transposing copy: irrun/optimize.py): by rows or by the einsum over windows,
+    which take every filter of one output per channel (beyond the rows' channels, the einsum's
+    DEPTHWISE_EINSUM_CHANNELS) and the rest from that many output channels."""
+    return depthwise_pays(filter_shape) and (filter_shape[1] == 1 or
                                              filter_shape[0] * filter_shape[1] >= DEPTHWISE_EINSUM_CHANNELS)
 
 
@@ -110,7 +122,7 @@ def depthwise(x, w, geo: Geometry, whole, counts, rows_filter=None) -> np.ndarra
     inside = _inside_outputs(x, w.shape, geo, whole, counts)
     if inside is not None:
         return _depthwise_inside(x, w, geo, whole, counts, inside)
-    if rows_pay(w.shape, geo):
+    if rows_pay(w.shape, geo, counts):
         if rows_filter is None:
             rows_filter = row_filter(w, geo, counts)
         return _depthwise_rows(_phased_channels_last(x, whole, geo.strides[-1]), rows_filter, geo, counts)
