@@ -501,6 +501,33 @@ def test_grouped_row_taps(size, block_columns, dtype, monkeypatch, tmp_path):
     assert calls, "_row_taps was not used"
 
 
+def test_row_taps_bind_their_filter_and_release_the_mapped_one(monkeypatch, tmp_path):
+    """A constant filter the row taps take is laid out once, at load, and its mapped pages are
+    released (as Winograd's); the output is OpenVINO's, and the filter still reads back right
+    when asked for (intermediates="all")."""
+    from irrun.weights import Weights
+    released = []
+    release = Weights.release
+    monkeypatch.setattr(Weights, "release", lambda self, array: released.append(array.shape) or release(self, array))
+    stacked, calls = [], []
+    for name, seen in (("_stacked_row_filter", stacked), ("_row_taps", calls)):
+        original = getattr(convolution, name)
+        monkeypatch.setattr(convolution, name, lambda *a, _f=original, _seen=seen: _seen.append(1) or _f(*a))
+    weights = rand(64, 64, 3, 3, seed=1) / 24
+    x = ops.parameter([1, 64, 20, 20], np.float32, name="x")
+    xml = save(model_of(conv(x, ops.constant(weights), [1, 1], [1, 1], [1, 1], [1, 1]), x), tmp_path / "m")
+    m = irrun.load(xml)
+    assert released == [(64, 64, 3, 3)] and len(stacked) == 1
+    feeds = [rand(1, 64, 20, 20)]
+    for _ in range(2):
+        assert_close(m.infer(feeds)[m.outputs[0].name], run_openvino(xml, feeds)[0])
+    assert len(calls) == 2 and len(stacked) == 1, "the filter was laid out again"
+    got = m.infer(feeds, intermediates="all")
+    assert_close(got[m.outputs[0].name], run_openvino(xml, feeds)[0])
+    (kept,) = [v for v in got.values() if v.shape == (64, 64, 3, 3)]
+    np.testing.assert_array_equal(kept, weights)
+
+
 def test_grouped_row_taps_only_for_wide_groups():
     """Groups of 16 channels, or under 28 x 28 outputs, keep the other kernels (measured slower)."""
     geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")

@@ -253,7 +253,13 @@ def _row_taps_pay(filter_shape, geo: Geometry, whole, counts) -> bool:
             and og <= 2 * high and whole[1][1] - whole[1][0] <= 2 * counts[1])
 
 
-def _row_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
+def _stacked_row_filter(w: np.ndarray) -> np.ndarray:
+    """A [G, Og, Cg, kh, kw] filter as `_row_taps`' GEMM reads it: [G, kw * Og, Cg * kh]."""
+    groups, og, cg, kh, kw = w.shape
+    return np.ascontiguousarray(w.transpose(0, 4, 1, 2, 3).reshape(groups, kw * og, cg * kh))
+
+
+def _row_taps(x, w, geo: Geometry, whole, counts, stacked=None) -> np.ndarray:
     """Stride 1, 2-D: per block of output rows one GEMM [kw * C_out, C_in * kh] x
     [C_in * kh, columns] per group, the kernel's rows stacked into the GEMM's depth and its columns
     into its height, then the kw products added, each shifted by its column offset.  The stack
@@ -270,7 +276,7 @@ def _row_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
     dh, dw = geo.dilations
     width = whole[1][1] - whole[1][0]
     slack = (kw - 1) * dw          # (the last row's shifts read past it, for outputs dropped)
-    stacked_filter = np.ascontiguousarray(w.transpose(0, 4, 1, 2, 3).reshape(groups, kw * og, cg * kh))
+    stacked_filter = _stacked_row_filter(w) if stacked is None else stacked
     macs = n * groups * og * cg * kh * kw * prod(counts)
     parts = max(1, min(threads.threads(), n * counts[0], macs // threads.GEMM_MACS_PER_PART)) \
         if threads.pool_owns_cores() else 1
@@ -352,6 +358,21 @@ def _phase_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
                      [(0, size) for size in phased], counts)
 
 
+def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts):
+    """The filter as the kernel `_direct` takes for these shapes reads it, where that kernel would
+    lay it out on every call (bound once for a constant filter): the depthwise kernel by rows
+    (`depthwise.row_filter`) and the row taps (`_stacked_row_filter`: 38 us a call for 128 -> 128
+    channels, a sixth of the layer at 10 x 10); else None.  (The phase taps' filter, a stem's,
+    is small: laid out per call.)"""
+    if depthwise_pays(w.shape):
+        return row_filter(w, geo, counts) if rows_pay(w.shape, geo, counts) else None
+    if all(k == 1 for k in w.shape[3:]) or _phase_taps_pay(w.shape, geo):
+        return None
+    if _row_taps_pay(w.shape, geo, whole, counts):
+        return _stacked_row_filter(w)
+    return None
+
+
 def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
     """x [N, G*Cg, S...], w [G, Og, Cg, K...] -> [N, G*Og, O...]."""
     whole, counts = window_layout(x.shape[2:], w.shape[3:], geo)
@@ -369,20 +390,20 @@ def window_layout(spatial, kernel, geo: Geometry) -> tuple[list[tuple[int, int]]
     return whole, counts
 
 
-def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, rows_filter=None) -> np.ndarray:
-    """The convolution in x's (compute) type by the kernel that suits its shape (`rows_filter`: a
-    depthwise filter as `depthwise.row_filter` lays it out, where the layer was bound)."""
+def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, laid_out=None) -> np.ndarray:
+    """The convolution in x's (compute) type by the kernel that suits its shape (`laid_out`: what
+    `laid_out_filter` gives for these shapes, where the layer was bound)."""
     groups, og, cg, *kernel = w.shape
     if min(counts, default=1) <= 0:
         out = np.zeros((x.shape[0], groups, og, *(max(c, 0) for c in counts)), x.dtype)
     elif depthwise_pays(w.shape):
-        out = depthwise(x, w, geo, whole, counts, rows_filter)
+        out = depthwise(x, w, geo, whole, counts, laid_out)
     elif all(k == 1 for k in kernel):
         out = _pointwise(zero_extended(x, whole), w, geo)
     elif _phase_taps_pay(w.shape, geo):
         out = _phase_taps(x, w, geo, whole, counts)
     elif _row_taps_pay(w.shape, geo, whole, counts):
-        out = _row_taps(x, w, geo, whole, counts)
+        out = _row_taps(x, w, geo, whole, counts, laid_out)
     elif _taps_pay(w.shape, geo, whole, counts) and not _im2col_in_parts(w.shape, x.shape[0], counts):
         out = _shifted_taps(x, w, geo, whole, counts)
     else:
@@ -560,9 +581,12 @@ class _ConvolutionFamily(Op):
             # of it `_direct`'s choice of kernel and the padding check (EfficientNet has 32)
             shape = (data.shape[0], og, *counts)
             return lambda x, w: _pointwise(x, weights, geo).reshape(shape)
-        rows_filter = row_filter(weights, geo, counts) if depthwise_pays(weights.shape) and rows_pay(weights.shape, geo, counts) \
-            else None
-        return lambda x, w: _direct(x, weights, geo, whole, counts, rows_filter)
+        laid_out = laid_out_filter(weights, geo, whole, counts)
+        if laid_out is not None and not depthwise_pays(weights.shape) and step.release is not None:
+            # the row taps read their laid-out copy alone: the filter's mapped pages go, as
+            # Winograd's do (the depthwise kernel over data as it lies reads the filter itself)
+            step.release(step.inputs[1].value)
+        return lambda x, w: _direct(x, weights, geo, whole, counts, laid_out)
 
     def _bind_winograd(self, step):
         if not self.winograd_capable:
