@@ -38,7 +38,7 @@ from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from . import im2col
 from .common import channels_first_view
-from .depthwise import depthwise, depthwise_pays, row_filter, rows_pay
+from .depthwise import depthwise, depthwise_pays, laid_out
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
 from .window import (SAME, effective_kernel, inside_region, resolve_pads, tap_outputs, transposed_output_dims,
                      window_output_dims, zero_extended)
@@ -360,12 +360,12 @@ def _phase_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
 
 def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts):
     """The filter as the kernel `_direct` takes for these shapes reads it, where that kernel would
-    lay it out on every call (bound once for a constant filter): the depthwise kernel by rows
-    (`depthwise.row_filter`) and the row taps (`_stacked_row_filter`: 38 us a call for 128 -> 128
+    lay it out on every call (bound once for a constant filter): the depthwise kernels'
+    (`depthwise.laid_out`) and the row taps' (`_stacked_row_filter`: 38 us a call for 128 -> 128
     channels, a sixth of the layer at 10 x 10); else None.  (The phase taps' filter, a stem's,
     is small: laid out per call.)"""
     if depthwise_pays(w.shape):
-        return row_filter(w, geo, counts) if rows_pay(w.shape, geo, counts) else None
+        return laid_out(w, geo, counts)
     if all(k == 1 for k in w.shape[3:]) or _phase_taps_pay(w.shape, geo):
         return None
     if _row_taps_pay(w.shape, geo, whole, counts):
