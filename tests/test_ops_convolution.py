@@ -501,30 +501,44 @@ def test_grouped_row_taps(size, block_columns, dtype, monkeypatch, tmp_path):
     assert calls, "_row_taps was not used"
 
 
-def test_row_taps_bind_their_filter_and_release_the_mapped_one(monkeypatch, tmp_path):
-    """A constant filter the row taps take is laid out once, at load, and its mapped pages are
-    released (as Winograd's); the output is OpenVINO's, and the filter still reads back right
-    when asked for (intermediates="all")."""
+@pytest.mark.parametrize("kind", ["row taps", "depthwise rows", "depthwise windows", "depthwise taps"])
+def test_laid_out_filters_bound_and_mapped_ones_released(kind, monkeypatch, tmp_path):
+    """A constant filter the row taps or the depthwise kernels take is laid out once, at load, and
+    its mapped pages are released (as Winograd's) where no kernel reads it as it is (not where
+    the depthwise kernel tap by tap may: a multiplier on few channels); the output is OpenVINO's,
+    and the filter still reads back right when asked for (intermediates="all")."""
+    from irrun.ops import depthwise
     from irrun.weights import Weights
     released = []
     release = Weights.release
     monkeypatch.setattr(Weights, "release", lambda self, array: released.append(array.shape) or release(self, array))
-    stacked, calls = [], []
-    for name, seen in (("_stacked_row_filter", stacked), ("_row_taps", calls)):
-        original = getattr(convolution, name)
-        monkeypatch.setattr(convolution, name, lambda *a, _f=original, _seen=seen: _seen.append(1) or _f(*a))
-    weights = rand(64, 64, 3, 3, seed=1) / 24
-    x = ops.parameter([1, 64, 20, 20], np.float32, name="x")
-    xml = save(model_of(conv(x, ops.constant(weights), [1, 1], [1, 1], [1, 1], [1, 1]), x), tmp_path / "m")
+    made, calls = [], []
+    layout, kernel = {"row taps": ("_stacked_row_filter", "_row_taps"),
+                      "depthwise rows": ("row_filter", "_depthwise_rows"),
+                      "depthwise windows": ("windows_filter", "_depthwise_einsum"),
+                      "depthwise taps": ("row_filter", "_depthwise_taps")}[kind]
+    for module, name, seen in ((depthwise if kind != "row taps" else convolution, layout, made),
+                               (depthwise if kind != "row taps" else convolution, kernel, calls)):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _f=original, _seen=seen: _seen.append(1) or _f(*a))
+    if kind == "depthwise windows":
+        monkeypatch.setattr(depthwise, "ROWS_FILTER_ELEMENTS", 0)
+    channels, shape = {"row taps": (64, (64, 64, 3, 3)), "depthwise rows": (96, (96, 1, 1, 3, 3)),
+                       "depthwise windows": (192, (192, 1, 1, 3, 3)), "depthwise taps": (8, (8, 2, 1, 3, 3))}[kind]
+    weights = rand(*shape, seed=1) / 8
+    x = ops.parameter([1, channels, 20, 20], np.float32, name="x")
+    make = conv if kind == "row taps" else group_conv
+    xml = save(model_of(make(x, ops.constant(weights), [1, 1], [1, 1], [1, 1], [1, 1]), x), tmp_path / "m")
     m = irrun.load(xml)
-    assert released == [(64, 64, 3, 3)] and len(stacked) == 1
-    feeds = [rand(1, 64, 20, 20)]
+    assert released == ([] if kind == "depthwise taps" else [shape])
+    assert len(made) == (0 if kind == "depthwise taps" else 1)
+    feeds = [rand(1, channels, 20, 20)]
     for _ in range(2):
         assert_close(m.infer(feeds)[m.outputs[0].name], run_openvino(xml, feeds)[0])
-    assert len(calls) == 2 and len(stacked) == 1, "the filter was laid out again"
+    assert len(calls) == 2 and len(made) == (0 if kind == "depthwise taps" else 1), "laid out again"
     got = m.infer(feeds, intermediates="all")
     assert_close(got[m.outputs[0].name], run_openvino(xml, feeds)[0])
-    (kept,) = [v for v in got.values() if v.shape == (64, 64, 3, 3)]
+    (kept,) = [v for v in got.values() if v.shape == shape]
     np.testing.assert_array_equal(kept, weights)
 
 

@@ -38,7 +38,7 @@ from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from . import im2col
 from .common import channels_first_view
-from .depthwise import depthwise, depthwise_pays, laid_out
+from .depthwise import depthwise, depthwise_pays, laid_out, reads_laid_out_only
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
 from .window import (SAME, effective_kernel, inside_region, resolve_pads, tap_outputs, transposed_output_dims,
                      window_output_dims, zero_extended)
@@ -582,9 +582,10 @@ class _ConvolutionFamily(Op):
             shape = (data.shape[0], og, *counts)
             return lambda x, w: _pointwise(x, weights, geo).reshape(shape)
         laid_out = laid_out_filter(weights, geo, whole, counts)
-        if laid_out is not None and not depthwise_pays(weights.shape) and step.release is not None:
-            # the row taps read their laid-out copy alone: the filter's mapped pages go, as
-            # Winograd's do (the depthwise kernel over data as it lies reads the filter itself)
+        if laid_out is not None and step.release is not None and \
+                (not depthwise_pays(weights.shape) or reads_laid_out_only(weights.shape)):
+            # the kernels read their laid-out copy alone: the filter's mapped pages go, as
+            # Winograd's do
             step.release(step.inputs[1].value)
         return lambda x, w: _direct(x, weights, geo, whole, counts, laid_out)
 

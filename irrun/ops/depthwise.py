@@ -121,14 +121,25 @@ def row_filter(w: np.ndarray, geo: Geometry, counts) -> list[tuple[int, int, int
 class LaidOut:
     """A constant filter as the kernels read it, made once where the layer is bound: `rows`,
     `row_filter`'s phases (None where the rows do not take the layer); `windows`,
-    `windows_filter`'s [K..., G, Og] (0.8-12 us a call for 96-1152 channels)."""
+    `windows_filter`'s [K..., G, Og] (0.8-12 us a call for 96-1152 channels), None where neither
+    the einsum over windows nor `_depthwise_inside` can take it."""
 
     rows: list | None
-    windows: np.ndarray
+    windows: np.ndarray | None
 
 
 def laid_out(w: np.ndarray, geo: Geometry, counts) -> LaidOut:
-    return LaidOut(row_filter(w, geo, counts) if rows_pay(w.shape, geo, counts) else None, windows_filter(w))
+    groups, og, *_ = w.shape
+    rows = row_filter(w, geo, counts) if rows_pay(w.shape, geo, counts) else None
+    inside = og == 1 and groups >= INSIDE_MIN_CHANNELS and any(s > 1 for s in geo.strides)
+    einsum = rows is None and groups * og >= DEPTHWISE_EINSUM_CHANNELS
+    return LaidOut(rows, windows_filter(w) if einsum or inside else None)
+
+
+def reads_laid_out_only(filter_shape) -> bool:
+    """Whether every kernel that may take this filter reads it laid out (`laid_out`) and never as
+    it is: all but `_depthwise_taps` (a multiplier on few channels)."""
+    return works_channels_last(filter_shape)
 
 
 def windows_filter(w: np.ndarray) -> np.ndarray:
