@@ -155,7 +155,7 @@ def depthwise(x, w, geo: Geometry, whole, counts, bound: LaidOut | None = None) 
     if inside is not None:
         return _depthwise_inside(x, w, geo, whole, counts, inside, None if bound is None else bound.windows)
     if rows_pay(w.shape, geo, counts):
-        phases = row_filter(w, geo, counts) if bound is None else bound.rows
+        phases = bound.rows if bound is not None and bound.rows is not None else row_filter(w, geo, counts)
         return _depthwise_rows(_phased_channels_last(x, whole, geo.strides[-1]), phases, geo, counts)
     if w.shape[0] * w.shape[1] >= DEPTHWISE_EINSUM_CHANNELS:
         return _depthwise_einsum(_channels_last(x, whole), w, geo, counts, None if bound is None else bound.windows)
