@@ -237,15 +237,15 @@ def test_winograd_filter_transformed_in_parts(m, ci, co, two_threads, monkeypatc
     (72, 1, [31], [5], [3], [2], "rows"),                         # 1-D, strided and dilated
     (8, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "rows"),   # 3-D, strided
     (16, 2, [23, 19], [3, 3], [2, 1], [1, 1], "taps"),            # tap by tap, blocks of channels
-    (96, 1, [15, 14], [5, 5], [2, 2], [1, 1], "einsum"),          # einsum over channels-last windows
+    (192, 1, [15, 14], [5, 5], [2, 2], [1, 1], "einsum large"),   # einsum over channels-last windows
     (192, 1, [9, 10], [3, 3], [1, 1], [1, 1], "einsum"),          # too many channels for rows
     (160, 2, [9, 10], [3, 3], [1, 2], [2, 1], "einsum"),          # einsum with a multiplier, dilated
     (24, 3, [11, 12], [3, 3], [2, 1], [1, 1], "einsum"),          # einsum: 72 output channels
     (32, 2, [11, 12], [3, 3], [1, 1], [1, 1], "einsum"),          # a multiplier: not by rows
-    (130, 1, [31], [5], [3], [2], "einsum"),                      # 1-D
-    (96, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "einsum"),  # 3-D, einsum
+    (170, 1, [31], [5], [3], [2], "einsum large"),                # 1-D
+    (168, 1, [5, 6, 7], [3, 2, 3], [1, 2, 1], [1, 1, 2], "einsum large"),  # 3-D, einsum
     (240, 1, [14, 14], [5, 5], [1, 1], [1, 1], "rows beyond"),    # rows beyond their channels
-    (96, 1, [28, 27], [5, 5], [2, 2], [1, 1], "rows beyond"),     # strided, rows beyond their channels
+    (192, 1, [12, 11], [3, 3], [2, 2], [1, 1], "einsum large"),   # strided: rows only to their channels
     (192, 1, [6, 80], [3, 3], [1, 1], [1, 1], "einsum large"),    # rows' repeated filter too large
 ])
 @pytest.mark.parametrize("block", [7, depthwise.DEPTHWISE_BLOCK_ELEMENTS])
@@ -268,18 +268,20 @@ def test_depthwise(channels, multiplier, size, kernel, stride, dilation, path, b
 
 
 @pytest.mark.parametrize("pads_begin, pads_end", [([2, 0], [1, 2]), ([0, 0], [0, 0])])
-@pytest.mark.parametrize("strides, path", [([1, 2], "_depthwise_einsum"), ([1, 1], "_depthwise_rows")])
-def test_depthwise_pads_as_it_turns_channels_last(pads_begin, pads_end, strides, path, monkeypatch, tmp_path):
+@pytest.mark.parametrize("channels, strides, path", [(192, [1, 2], "_depthwise_einsum"), (96, [1, 1], "_depthwise_rows")])
+def test_depthwise_pads_as_it_turns_channels_last(pads_begin, pads_end, channels, strides, path, monkeypatch,
+                                                  tmp_path):
     """The channels-last copy is also the padding (the einsum's: rows held to their channels)."""
     monkeypatch.setattr(depthwise, "ROWS_FILTER_ELEMENTS", 0)
     calls = spy(monkeypatch, depthwise, path)
-    x = ops.parameter([1, 96, 13, 12], np.float32, name="x")
-    node = ops.group_convolution(x, ops.constant(rand(96, 1, 1, 3, 3, seed=1)), strides, pads_begin, pads_end, [1, 1])
-    compare(model_of(node, x), [rand(1, 96, 13, 12)], tmp_path)
+    x = ops.parameter([1, channels, 13, 12], np.float32, name="x")
+    node = ops.group_convolution(x, ops.constant(rand(channels, 1, 1, 3, 3, seed=1)), strides, pads_begin, pads_end,
+                                 [1, 1])
+    compare(model_of(node, x), [rand(1, channels, 13, 12)], tmp_path)
     assert calls
 
 
-@pytest.mark.parametrize("channels, path", [(96, "_depthwise_einsum"), (48, "_depthwise_rows")])
+@pytest.mark.parametrize("channels, path", [(192, "_depthwise_einsum"), (48, "_depthwise_rows")])
 def test_depthwise_negative_pads_agree_with_tap_by_tap(channels, path, monkeypatch):
     """Negative pads crop the input as the channels-last copy is made.  OpenVINO runs none (its
     CPU plugin does not compile them, its reference evaluation fails), so the depthwise kernels
@@ -291,7 +293,7 @@ def test_depthwise_negative_pads_agree_with_tap_by_tap(channels, path, monkeypat
     got = convolution.conv_forward(x, w, geo)
     assert calls
     monkeypatch.setattr(depthwise, "DEPTHWISE_EINSUM_CHANNELS", 1 << 30)
-    monkeypatch.setattr(depthwise, "DEPTHWISE_ROWS_STRIDED_CHANNELS", 0)
+    monkeypatch.setattr(depthwise, "DEPTHWISE_ROWS_CHANNELS", 0)
     taps = spy(monkeypatch, depthwise, "_depthwise_taps")
     np.testing.assert_allclose(got, convolution.conv_forward(x, w, geo), rtol=1e-6, atol=1e-6)
     assert len(calls) == 1 and taps
@@ -335,7 +337,7 @@ def test_long_1d_kernel_one_sample_unpadded(c_in, c_out, kernel, stride, length,
 
 @pytest.mark.parametrize("x_shape, kernel, strides, path", [
     ((1, 96, 30, 29), (3, 3), (1, 1), "_depthwise_rows"),
-    ((1, 96, 30, 29), (3, 3), (1, 2), "_depthwise_einsum"),
+    ((1, 192, 30, 29), (3, 3), (1, 2), "_depthwise_einsum"),
     ((2, 64, 301), (5,), (1,), "_depthwise_rows"),            # 1-D: parts along the run
     ((1, 48, 30, 29), (3, 3), (2, 2), "_depthwise_rows"),     # strided: phases in each part
     ((1, 96, 58, 57), (3, 3), (2, 2), "_depthwise_inside"),   # channels-last data (as a 1x1 layer writes it)

@@ -4,9 +4,9 @@ NumPy has no multiply-add that keeps a sum in registers across taps, so every ke
 one tap's products at a time into an accumulator; what differs is how long the loops NumPy runs
 are, and so how much of the time is NumPy's per-loop overhead:
 
-* `_depthwise_rows` (one output per channel, up to DEPTHWISE_ROWS_CHANNELS channels at stride 1,
-  DEPTHWISE_ROWS_STRIDED_CHANNELS strided, and more while its filter, repeated along an output
-  row, stays within ROWS_FILTER_ELEMENTS): channels-last, the last axis cut into its stride's
+* `_depthwise_rows` (one output per channel, up to DEPTHWISE_ROWS_CHANNELS channels, and more at
+  stride 1 while its filter, repeated along an output row, stays within ROWS_FILTER_ELEMENTS):
+  channels-last, the last axis cut into its stride's
   phases, an output row's positions and channels are one contiguous run, and so is each tap's
   input for it; one `einsum` runs a loop of (row length x channels) per row and tap.
 * `_depthwise_einsum` (64 output channels or more otherwise): one `einsum` over channels-last
@@ -45,19 +45,20 @@ DEPTHWISE_MAX_TAPS = 27
 # product stay in L2).
 DEPTHWISE_EINSUM_CHANNELS = 64
 DEPTHWISE_BLOCK_ELEMENTS = 1 << 16
-# The most channels of a layer taken by rows: by then a loop over the channels alone is long
-# enough (one core, us, data channels-last: 32 ch at 112x112 3x3 2218 by windows, 1288 tap by tap,
-# 675 by rows; 144 at 56x56 1088 -> 872; 240 at 28x28 5x5 720 -> 769).  Strided, the phases cost a
-# copy of their own: 16 ch at 112x112 3x3 / 2 369 tap by tap, 486 by windows, 202 by rows; 72 at
-# 56x56 243 -> 205; 96 at 28x28 5x5 130 -> 113; 96 at 112x112 1315 -> 1374; 240 at 28x28 143 -> 169.
+# The channels of a layer always taken by rows (one core, us, rows against the einsum over
+# windows: 32 ch at 112x112 3x3 436 against 1848, tap by tap 1288; 144 at 56x56 538 against 828).
+# Strided, the phases cost a copy of their own, and up to this many channels rows still pay: 96
+# ch at 112x112 3x3 / 2 1557 against 1735, 128 there 2593 against 2762, 160 3096 against 3169, 128
+# at 56x56 5x5 / 2 565 against 680, 160 at 28x28 5x5 / 2 196 against 213 (stop 36; 80 channels
+# before, from older measurements); beyond, they are level or slower (192 at 28x28 3x3 / 2 160
+# against 159, 240 there 193 against 187, 256 at 112x112 6348 against 5846).
 DEPTHWISE_ROWS_CHANNELS = 160
-DEPTHWISE_ROWS_STRIDED_CHANNELS = 80
-# Beyond those channels, rows too while the filter as `row_filter` repeats it along an output row
-# (taps x row length x channels) has at most this many elements (512 KiB in f32, half of L2): the
-# longer loop still pays against the einsum over windows (one core, us: 240 ch at 14x14 5x5 242
-# -> 206, 576 at 7x7 5x5 150 -> 134, 480 at 14x14 3x3 216 -> 196, 144 at 56x56 5x5 / 2 729 ->
-# 609, 96 at 112x112 3x3 / 2 1815 -> 1684; none slower), but the repeated filter is memory the
-# layer keeps (EfficientNet-B0's would be 7.7 MiB in all, its filters 0.5).
+# Beyond those channels at stride 1, rows too while the filter as `row_filter` repeats it along an
+# output row (taps x row length x channels) has at most this many elements (512 KiB in f32, half
+# of L2): the longer loop still pays against the einsum over windows (one core, us: 240 ch at
+# 14x14 5x5 242 -> 206, 576 at 7x7 5x5 150 -> 134, 480 at 14x14 3x3 216 -> 196, 256 at 56x56 3x3
+# 2850 -> 2574, 192 there 1509 -> 1169; none slower), but the repeated filter is memory the layer
+# keeps (EfficientNet-B0's would be 7.7 MiB in all, its filters 0.5).
 ROWS_FILTER_ELEMENTS = 1 << 17
 
 
@@ -85,8 +86,8 @@ def rows_pay(filter_shape, geo: Geometry, counts) -> bool:
     ROWS_FILTER_ELEMENTS) for outputs of `counts` per spatial axis."""
     groups, og, _, *kernel = filter_shape
     strided = any(s > 1 for s in geo.strides)
-    return og == 1 and (groups <= (DEPTHWISE_ROWS_STRIDED_CHANNELS if strided else DEPTHWISE_ROWS_CHANNELS)
-                        or prod(kernel) * counts[-1] * groups <= ROWS_FILTER_ELEMENTS)
+    return og == 1 and (groups <= DEPTHWISE_ROWS_CHANNELS or
+                        not strided and prod(kernel) * counts[-1] * groups <= ROWS_FILTER_ELEMENTS)
 
 
 def works_channels_last(filter_shape) -> bool:
