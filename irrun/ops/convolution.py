@@ -38,7 +38,7 @@ from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from . import im2col
 from .common import channels_first_view
-from .depthwise import depthwise, depthwise_pays, laid_out, reads_laid_out_only
+from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
 from .window import (SAME, effective_kernel, inside_region, resolve_pads, tap_outputs, transposed_output_dims,
                      window_output_dims, zero_extended)
@@ -358,19 +358,34 @@ def _phase_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
                      [(0, size) for size in phased], counts)
 
 
-def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts):
-    """The filter as the kernel `_direct` takes for these shapes reads it, where that kernel would
-    lay it out on every call (bound once for a constant filter): the depthwise kernels'
-    (`depthwise.laid_out`) and the row taps' (`_stacked_row_filter`: 38 us a call for 128 -> 128
-    channels, a sixth of the layer at 10 x 10); else None.  (The phase taps' filter, a stem's,
-    is small: laid out per call.)"""
-    if depthwise_pays(w.shape):
-        return laid_out(w, geo, counts)
-    if all(k == 1 for k in w.shape[3:]) or _phase_taps_pay(w.shape, geo):
-        return None
-    if _row_taps_pay(w.shape, geo, whole, counts):
-        return _stacked_row_filter(w)
+def _shape_kernel(filter_shape, geo: Geometry, whole, counts) -> str | None:
+    """The kernel `_direct` takes where the shapes alone decide it: "depthwise", "pointwise",
+    "phase taps" or "row taps"; None for the rest (tap by tap or im2col, which the pool's state at
+    the call decides)."""
+    if depthwise_pays(filter_shape):
+        return "depthwise"
+    if all(k == 1 for k in filter_shape[3:]):
+        return "pointwise"
+    if _phase_taps_pay(filter_shape, geo):
+        return "phase taps"
+    if _row_taps_pay(filter_shape, geo, whole, counts):
+        return "row taps"
     return None
+
+
+def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts):
+    """(layout, alone): the filter as the kernel `_direct` takes for these shapes reads it, where
+    that kernel would lay it out on every call (bound once for a constant filter): the depthwise
+    kernels' (`depthwise.layout_of`) and the row taps' (`_stacked_row_filter`: 38 us a call for
+    128 -> 128 channels, a sixth of the layer at 10 x 10), else None; and whether the kernel reads
+    that layout alone, never the filter as it is (not the depthwise kernel tap by tap).  (The
+    phase taps' filter, a stem's, is small: laid out per call.)"""
+    kind = _shape_kernel(w.shape, geo, whole, counts)
+    if kind == "depthwise":
+        return layout_of(w, geo, counts), works_channels_last(w.shape)
+    if kind == "row taps":
+        return _stacked_row_filter(w), True
+    return None, False
 
 
 def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
@@ -391,18 +406,19 @@ def window_layout(spatial, kernel, geo: Geometry) -> tuple[list[tuple[int, int]]
 
 
 def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, laid_out=None) -> np.ndarray:
-    """The convolution in x's (compute) type by the kernel that suits its shape (`laid_out`: what
-    `laid_out_filter` gives for these shapes, where the layer was bound)."""
-    groups, og, cg, *kernel = w.shape
+    """The convolution in x's (compute) type by the kernel that suits its shape (`laid_out`: the
+    layout `laid_out_filter` gives for these shapes, where the layer was bound)."""
+    groups, og = w.shape[:2]
+    kind = _shape_kernel(w.shape, geo, whole, counts)
     if min(counts, default=1) <= 0:
         out = np.zeros((x.shape[0], groups, og, *(max(c, 0) for c in counts)), x.dtype)
-    elif depthwise_pays(w.shape):
+    elif kind == "depthwise":
         out = depthwise(x, w, geo, whole, counts, laid_out)
-    elif all(k == 1 for k in kernel):
+    elif kind == "pointwise":
         out = _pointwise(zero_extended(x, whole), w, geo)
-    elif _phase_taps_pay(w.shape, geo):
+    elif kind == "phase taps":
         out = _phase_taps(x, w, geo, whole, counts)
-    elif _row_taps_pay(w.shape, geo, whole, counts):
+    elif kind == "row taps":
         out = _row_taps(x, w, geo, whole, counts, laid_out)
     elif _taps_pay(w.shape, geo, whole, counts) and not _im2col_in_parts(w.shape, x.shape[0], counts):
         out = _shifted_taps(x, w, geo, whole, counts)
@@ -581,11 +597,9 @@ class _ConvolutionFamily(Op):
             # of it `_direct`'s choice of kernel and the padding check (EfficientNet has 32)
             shape = (data.shape[0], og, *counts)
             return lambda x, w: _pointwise(x, weights, geo).reshape(shape)
-        laid_out = laid_out_filter(weights, geo, whole, counts)
-        if laid_out is not None and step.release is not None and \
-                (not depthwise_pays(weights.shape) or reads_laid_out_only(weights.shape)):
-            # the kernels read their laid-out copy alone: the filter's mapped pages go, as
-            # Winograd's do
+        laid_out, alone = laid_out_filter(weights, geo, whole, counts)
+        if alone and step.release is not None:
+            # the kernel reads its laid-out copy alone: the filter's mapped pages go, as Winograd's do
             step.release(step.inputs[1].value)
         return lambda x, w: _direct(x, weights, geo, whole, counts, laid_out)
 

@@ -129,18 +129,13 @@ class LaidOut:
     windows: np.ndarray | None
 
 
-def laid_out(w: np.ndarray, geo: Geometry, counts) -> LaidOut:
+def layout_of(w: np.ndarray, geo: Geometry, counts) -> LaidOut:
+    """What the kernels that may take this filter read (every kernel but `_depthwise_taps`, which
+    reads the filter as it is: `works_channels_last` tells the two apart)."""
     groups, og, *_ = w.shape
     rows = row_filter(w, geo, counts) if rows_pay(w.shape, geo, counts) else None
-    inside = og == 1 and groups >= INSIDE_MIN_CHANNELS and any(s > 1 for s in geo.strides)
     einsum = rows is None and groups * og >= DEPTHWISE_EINSUM_CHANNELS
-    return LaidOut(rows, windows_filter(w) if einsum or inside else None)
-
-
-def reads_laid_out_only(filter_shape) -> bool:
-    """Whether every kernel that may take this filter reads it laid out (`laid_out`) and never as
-    it is: all but `_depthwise_taps` (a multiplier on few channels)."""
-    return works_channels_last(filter_shape)
+    return LaidOut(rows, windows_filter(w) if einsum or _inside_may_pay(w.shape, geo) else None)
 
 
 def windows_filter(w: np.ndarray) -> np.ndarray:
@@ -151,7 +146,7 @@ def windows_filter(w: np.ndarray) -> np.ndarray:
 
 def depthwise(x, w, geo: Geometry, whole, counts, bound: LaidOut | None = None) -> np.ndarray:
     """x [N, G, S...] with a filter [G, Og, 1, K...] -> [N, G, Og, O...] (`whole`: the padded
-    range of each spatial axis; `bound`: `laid_out(w, geo, counts)` where made already)."""
+    range of each spatial axis; `bound`: `layout_of(w, geo, counts)` where made already)."""
     inside = _inside_outputs(x, w.shape, geo, whole, counts)
     if inside is not None:
         return _depthwise_inside(x, w, geo, whole, counts, inside, None if bound is None else bound.windows)
@@ -192,12 +187,18 @@ def _phased_channels_last(x: np.ndarray, region, stride: int) -> np.ndarray:
     return out
 
 
+def _inside_may_pay(filter_shape, geo: Geometry) -> bool:
+    """Whether the layer's own attributes let `_depthwise_inside` take it (its data decides the rest)."""
+    groups, og = filter_shape[:2]
+    return og == 1 and groups >= INSIDE_MIN_CHANNELS and any(s > 1 for s in geo.strides)
+
+
 def _inside_outputs(x, filter_shape, geo: Geometry, whole, counts) -> list[tuple[int, int]] | None:
     """Per spatial axis, the outputs [first, stop) whose windows lie inside the data, where
     `_depthwise_inside` pays for this layer (see INSIDE_MIN_CHANNELS); else None."""
-    groups, og, _, *kernel = filter_shape
-    # (the layer's own attributes first: most depthwise layers leave at the first test or two)
-    if og != 1 or groups < INSIDE_MIN_CHANNELS or all(s == 1 for s in geo.strides) or \
+    kernel = filter_shape[3:]
+    # (the layer's own attributes first: most depthwise layers leave at the first test)
+    if not _inside_may_pay(filter_shape, geo) or \
             prod(x.shape[1:]) < INSIDE_MIN_ELEMENTS or not channels_last_view(x).flags.c_contiguous:
         return None
     inside = []
