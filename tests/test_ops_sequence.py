@@ -322,8 +322,8 @@ def test_bidirectional_sequences_run_both_ways_at_once(kind, options, tmp_path, 
 def test_lstm_steps_with_default_activations_run_in_one_loop(direction, tmp_path, monkeypatch):
     """An LSTM with the default activations and no clip, every row running every step, runs its
     steps in one loop over buffers made once (`_halved_lstm_steps`): OpenVINO's result, the path
-    taken, and bit for bit the values of its step driven one call per step (the states in place,
-    the backward direction's order of steps)."""
+    taken, and bit for bit the values of its steps driven one call per step (`_lstm_step`, a loop
+    of one step: the states carried, the backward direction's order of steps)."""
     from irrun.ops import sequence
     taken = []
     loop = sequence._halved_lstm_steps
@@ -333,7 +333,7 @@ def test_lstm_steps_with_default_activations_run_in_one_loop(direction, tmp_path
     assert taken
     xml = save(model, tmp_path / "again.xml")
     fast = irrun.load(xml).infer(feeds)
-    monkeypatch.setattr(sequence, "_halved_lstm_steps", None)
+    monkeypatch.setattr(sequence, "_halved_lstm_steps", loop)
     monkeypatch.setattr(sequence, "recur", _step_by_step(sequence))
     for a, b in zip(fast.values(), irrun.load(xml).infer(feeds).values()):
         np.testing.assert_array_equal(a, b)
