@@ -19,7 +19,8 @@ from openvino.op.util import Variable, VariableInfo
 import irrun
 from irrun.cli import cli
 from irrun.executor import CONVOLUTION_TYPES, GEMM_TYPES
-from irrun.optimize import FusedChain, _BeamGather, _Growing, _Keeping
+from irrun.kv_caches import _BeamGather, _Growing, _Keeping
+from irrun.optimize import FusedChain
 from irrun.watch import Collect, Timings
 from ovutil import CPU_F32, assert_blas_close, assert_close, compile_cpu, openvino_layer_outputs, run_openvino, save
 
@@ -547,6 +548,101 @@ def test_a_strided_depthwise_layer_reads_channels_last_data_where_it_lies(
     assert_close(got, run_openvino(xml, [feeds["x"]])[0])
     np.testing.assert_allclose(got, list(irrun.load(xml, optimize=False).infer(feeds).values())[0],
                                rtol=1e-5, atol=1e-6)
+
+
+def _conv_bias_relu_pool(pool, bias_shape=(1, 8, 1, 1), between=None, indices_read=False, clamp=False):
+    """img -> Convolution -> Add bias -> Relu (or Clamp) [-> `between`] -> MaxPool (`pool`: version,
+    kernel, stride, pads begin, pads end)."""
+    version, kernel, stride, pads_begin, pads_end = pool
+    img = ops.parameter([2, 3, 12, 13], ov.Type.f32, name="img")
+    y = _named(ops.convolution(img, _c((8, 3, 3, 3)), [1, 1], [1, 1], [1, 1], [1, 1]), "conv")
+    y = _named(ops.add(y, _c(bias_shape)), "add")
+    y = _named(ops.clamp(y, -0.5, 0.75) if clamp else ops.relu(y), "act")
+    if between is not None:
+        y = _named(between(y), "between")
+    if version == 1:
+        import openvino.opset1 as ops1
+        pooled = ops1.max_pool(y, [stride] * 2, pads_begin, pads_end, [kernel] * 2)
+        outputs = [pooled.output(0)]
+    else:
+        pooled = ops.max_pool(y, [stride] * 2, [1, 1], pads_begin, pads_end, [kernel] * 2)
+        outputs = [pooled.output(0)] + ([pooled.output(1)] if indices_read else [])
+    _named(pooled, "pool")
+    return ov.Model([ops.result(o) for o in outputs], [img])
+
+
+@pytest.mark.parametrize("pool", [(8, 2, 2, [0, 0], [0, 0]), (8, 3, 2, [1, 1], [1, 1]), (1, 3, 2, [1, 0], [0, 1]),
+                                  (8, 2, 1, [0, 0], [1, 1])], ids=["2x2/2", "3x3/2 padded", "v1", "stride 1"])
+@pytest.mark.parametrize("clamp", [False, True], ids=["relu", "clamp"])
+def test_a_max_pool_runs_before_the_bias_and_activation_it_commutes_with(pool, clamp, tmp_path):
+    """Convolution -> Add bias -> Relu / Clamp -> MaxPool: the pool runs on the convolution's output
+    and the bias and activation after it, on 4x fewer values, in one step: OpenVINO's values and
+    bit for bit optimize=False's."""
+    from irrun.optimize import _PoolFirst
+    xml = save(_conv_bias_relu_pool(pool, clamp=clamp), tmp_path)
+    m = check_both_ways(xml, {"img": RNG.standard_normal((2, 3, 12, 13)).astype(np.float32)})
+    assert fused_steps(m) == [["add", "act", "pool"]]
+    assert [type(s.op) for s in m._plan.steps if s.members] == [_PoolFirst]
+
+
+def test_a_pool_first_keeps_windows_of_nan_and_minus_infinity(tmp_path):
+    """Windows whose taps are all NaN or all -inf end at the lowest value as before (the maxima are
+    raised to it after the bias and Relu, not before); a NaN tap among others is passed over."""
+    img = ops.parameter([1, 4, 6, 6], ov.Type.f32, name="img")
+    y = _named(ops.relu(_named(ops.add(img, _c((1, 4, 1, 1))), "add")), "act")
+    pooled = _named(ops.max_pool(y, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2]), "pool")
+    xml = save(ov.Model([ops.result(pooled.output(0))], [img]), tmp_path)
+    data = RNG.standard_normal((1, 4, 6, 6)).astype(np.float32)
+    data[0, 0, :2, :2] = np.nan                 # a window of NaN only
+    data[0, 1, :2, :2] = -np.inf                # of -inf only
+    data[0, 2, 0, 0] = np.nan                   # one NaN tap
+    on, off = irrun.load(xml), irrun.load(xml, optimize=False)
+    assert fused_steps(on) == [["add", "act", "pool"]]
+    (a,), (b,) = on.infer({"img": data}).values(), off.infer({"img": data}).values()
+    np.testing.assert_array_equal(a, b)
+    assert np.isfinite(a).all() and a[0, 0, 0, 0] == np.finfo(np.float32).min
+
+
+@pytest.mark.parametrize("case", ["bias varies along the rows", "sigmoid before the pool", "indices read",
+                                  "a window in the padding alone", "the activation read elsewhere"])
+def test_no_pool_first_where_it_would_not_commute(case, tmp_path):
+    """The layers a pool goes before are only those it commutes with, whose output it alone reads,
+    and only where every window reads data: a bias that varies along the rows stays before it (the
+    Relu alone goes after); a Sigmoid, indices read, a window in the padding alone or a second
+    reader of the Relu leave it where it is."""
+    pool = (8, 2, 2, [0, 0], [0, 0])
+    if case == "bias varies along the rows":
+        model = _conv_bias_relu_pool(pool, bias_shape=(1, 8, 12, 1))
+    elif case == "sigmoid before the pool":
+        model = _conv_bias_relu_pool(pool, between=ops.sigmoid)
+    elif case == "indices read":
+        model = _conv_bias_relu_pool(pool, indices_read=True)
+    elif case == "a window in the padding alone":
+        model = _conv_bias_relu_pool((8, 2, 2, [2, 2], [0, 0]))
+    else:
+        model = _conv_bias_relu_pool(pool)
+        act = [op for op in model.get_ordered_ops() if op.get_friendly_name() == "act"][0]
+        model.add_results([ops.result(act)])
+    xml = save(model, tmp_path)
+    m = check_both_ways(xml, {"img": RNG.standard_normal((2, 3, 12, 13)).astype(np.float32)})
+    pools_first = [names for names in fused_steps(m) if "pool" in names]
+    assert pools_first == ([["act", "pool"]] if case == "bias varies along the rows" else []), fused_steps(m)
+
+
+def test_a_watcher_of_a_layer_before_the_pool_sees_its_values(tmp_path):
+    """Intermediates run a plan that keeps the layers a pool would go before (OpenVINO's values);
+    a profile sees the pool-first step's time on its first layer, the others fused into it."""
+    xml = save(_conv_bias_relu_pool((8, 2, 2, [0, 0], [0, 0])), tmp_path)
+    feeds = {"img": RNG.standard_normal((2, 3, 12, 13)).astype(np.float32)}
+    expected = openvino_layer_outputs(xml, feeds)
+    every = irrun.load(xml).infer(feeds, intermediates=True)
+    for key in ("add:0", "act:0", "pool:0"):
+        assert_close(every[key], expected[key], what=key)
+    timings = Timings()
+    irrun.load(xml).infer(feeds, watch=[timings])
+    names = [t.node.layer.name for t in timings.steps]
+    assert names == ["conv", "add", "act", "pool"] and timings.steps[1].fused == ("act", "pool")
+    assert [t.output_shapes for t in timings.steps[1:]] == [((2, 8, 12, 13),)] * 2 + [((2, 8, 6, 6),)]
 
 
 def test_optimize_off_by_argument_environment_and_cli(tmp_path, monkeypatch):

@@ -422,16 +422,18 @@ class MaxPool(_SlidingPool):
             return self.values
         return None
 
-    def values(self, x: np.ndarray) -> np.ndarray:
+    def values(self, x: np.ndarray, floor: bool = True) -> np.ndarray:
         """The windows' maxima: in parts along the channels on every core when large, else a block
         of channels at a time (each block's passes then stay in cache: ResNet's 3x3 / 2 pool over
         64 x 112 x 112, 722 -> 680 us on one thread; in parts, blocks lost: 577 -> 635 us, the
-        two threads' many short calls taking turns at the GIL)."""
+        two threads' many short calls taking turns at the GIL).  `floor=False`: NaN where every tap
+        is NaN, -inf where every tap is, not yet the lowest value (`floor_of`), for a caller that
+        raises them so itself (irrun/optimize.py's pools before their activation)."""
         dtype = _compute_dtype(x.dtype)
         pads_begin, dims, tiled = self.windows(x.shape[2:])
         out = np.empty(x.shape[:2] + dims, dtype)
         lowest = _lowest(dtype)
-        at_least_lowest = scalar_extremum(np.fmax, lowest, dtype)
+        at_least_lowest = self.floor_of(dtype) if floor else (lambda maxima, target: np.copyto(target, maxima))
 
         def channels(a, b):
             # fmax: a NaN tap leaves the maximum as it was; all-NaN windows end as `lowest`, as padding
@@ -450,6 +452,24 @@ class MaxPool(_SlidingPool):
             for first in range(0, x.shape[1], step):
                 channels(first, min(first + step, x.shape[1]))
         return _narrow(out, x.dtype)
+
+    @staticmethod
+    def floor_of(dtype: np.dtype):
+        """`fn(maxima, out)`: the maxima raised to at least the lowest value of `dtype` (a window of
+        NaN taps only ends there, as OpenVINO's running maximum from that value does)."""
+        return scalar_extremum(np.fmax, _lowest(dtype), dtype)
+
+    def every_window_reads_data(self, spatial: tuple[int, ...]) -> bool:
+        """Whether every window has a tap on the data, none lying in the padding alone."""
+        pads_begin, dims, _ = self.windows(spatial)
+        for size, o, k, s, d, pb in zip(spatial, dims, self.kernel, self.attrs.strides, self.dilations, pads_begin):
+            covered = np.zeros(o, bool)
+            for t in range(k):
+                first, last = tap_outputs(size, o, s, t * d - pb)
+                covered[first:max(first, last)] = True
+            if not covered.all():
+                return False
+        return True
 
     def windows(self, spatial: tuple[int, ...]) -> tuple[list[int], tuple[int, ...], bool]:
         """(pads_begin, output size, whether the windows tile the data: see `_tiled`) for these
