@@ -188,12 +188,7 @@ def _pools_first(plan, steps: list, keep: frozenset) -> list:
             producer[s] = k
         for s in step.inputs:
             readers[s] = readers.get(s, 0) + 1
-    pinned = set(plan.result_slots)
-    for step in steps:
-        if step.node.layer.op_type in SINK_TYPES:
-            pinned.update(step.inputs)
-        if step.node.id in keep:
-            pinned.update(step.outputs)
+    pinned = _pinned(plan, steps, keep)
     replaced, taken = {}, set()
     for k, pool in enumerate(steps):
         if not _pool_may_go_first(plan, pool, readers, pinned, keep):
@@ -256,16 +251,8 @@ def _pool_first_step(plan, steps: list, pool, run: list, data: int):
     head = replace(pool, inputs=[data])
     inputs = [data]
     types_in = [plan.analysis.type_of(steps[run[0][0]].node.inputs[run[0][1].data])]
-    stages = []
-    for j, stage in run:
-        step = steps[j]
-        if stage.kind == "binary":
-            stage.side = len(inputs)
-        for i, (s, src) in enumerate(zip(step.inputs, step.node.inputs)):
-            if i != stage.data:
-                inputs.append(s)
-                types_in.append(plan.analysis.type_of(src))
-        stages.append(stage)
+    _add_side_operands(plan, [(steps[j], stage) for j, stage in run], inputs, types_in)
+    stages = [stage for _, stage in run]
     dtype = pool.node.types[0].etype.carrier
     lowest = np.finfo(dtype).min
     stages.append(Stage(pool.node, "unary", pool.op.floor_of(dtype), ufuncs=[(np.fmax, dtype.type(lowest))]))
@@ -360,12 +347,7 @@ def _fuse_chains(plan, steps: list, keep: frozenset) -> list:
     for k, step in enumerate(steps):
         for i, s in enumerate(step.inputs):
             readers.setdefault(s, []).append((k, i))
-    pinned = set(plan.result_slots)
-    for step in steps:
-        if step.node.layer.op_type in SINK_TYPES:
-            pinned.update(step.inputs)
-        if step.node.id in keep:
-            pinned.update(step.outputs)
+    pinned = _pinned(plan, steps, keep)
     taken: set[int] = set()
     fused: dict[int, object] = {}          # index of a chain's last step -> the fused step
     for k, step in enumerate(steps):
@@ -414,14 +396,8 @@ def _fused_step(plan, steps: list, members: list[int], stages: list[Stage], head
     first = steps[members[0]]
     inputs = list(first.inputs)
     types_in = [plan.analysis.type_of(src) for src in first.node.inputs]
-    for k, stage in zip(members[1:], stages if head else stages[1:]):
-        step = steps[k]
-        if stage.kind == "binary":
-            stage.side = len(inputs)
-        for i, (s, src) in enumerate(zip(step.inputs, step.node.inputs)):
-            if i != stage.data:
-                inputs.append(s)
-                types_in.append(plan.analysis.type_of(src))
+    _add_side_operands(plan, [(steps[k], stage) for k, stage in zip(members[1:], stages if head else stages[1:])],
+                       inputs, types_in)
     if not head:
         stages[0].side = 1 - stages[0].data if stages[0].kind == "binary" else None
     last = steps[members[-1]]
@@ -429,6 +405,30 @@ def _fused_step(plan, steps: list, members: list[int], stages: list[Stage], head
     op = FusedChain(plan, first, nodes, stages, head, inputs)
     return replace(first, op=op, inputs=inputs, outputs=list(last.outputs), free=[], out_nbytes=list(last.out_nbytes),
                    position=last.position, members=nodes, types_in=types_in, key_name=last.key_name)
+
+
+def _pinned(plan, steps: list, keep: frozenset) -> set[int]:
+    """Slots no rewrite may hide: Results, what an Assign (or other sink) reads, and the outputs
+    of layers a watcher selects (`keep`)."""
+    pinned = set(plan.result_slots)
+    for step in steps:
+        if step.node.layer.op_type in SINK_TYPES:
+            pinned.update(step.inputs)
+        if step.node.id in keep:
+            pinned.update(step.outputs)
+    return pinned
+
+
+def _add_side_operands(plan, members: list, inputs: list[int], types_in: list) -> None:
+    """The operands of each (step, stage) of `members` but its data appended to a fused step's
+    `inputs` (their types to `types_in`), a binary stage's `side` set to its operand's place."""
+    for step, stage in members:
+        if stage.kind == "binary":
+            stage.side = len(inputs)
+        for i, (s, src) in enumerate(zip(step.inputs, step.node.inputs)):
+            if i != stage.data:
+                inputs.append(s)
+                types_in.append(plan.analysis.type_of(src))
 
 
 def _layer_step(step):
