@@ -848,6 +848,37 @@ def test_grouped_columns_of_a_batch_cut_along_the_input_channels(two_threads, mo
         assert_close(loaded.infer([image])[0], expected, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("groups, c_in, c_out, size, taken", [
+    (4, 16, 32, [16, 128], True),       # the CRNN's 64 -> 128 layer
+    (8, 16, 32, [8, 64], False),        # a group's block would span 512 positions
+    (16, 16, 16, [16, 128], False),     # 16 output channels a group
+    (4, 8, 32, [32, 64], False),        # a GEMM depth of 72
+])
+def test_grouped_im2col_a_group_at_a_time(groups, c_in, c_out, size, taken, two_threads, monkeypatch, tmp_path):
+    """Where BLAS's own threads run a grouped layer's GEMMs (irrun on one thread here), wide groups
+    over many positions take their blocks one group at a time: OpenVINO's output, and that of
+    blocks of every group's columns within their GEMMs' rounding (OpenBLAS sums a product of
+    another width in another order); on the pool's two threads (a convolution network), never."""
+    x = ops.parameter([1, groups * c_in, *size], np.float32, name="x")
+    w = rand(groups, c_out, c_in, 3, 3, seed=7, scale=1 / np.sqrt(9 * c_in))
+    xml = save(model_of(ops.group_convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1]), x), tmp_path)
+    image = rand(1, groups * c_in, *size, seed=8)
+    expected = run_openvino(xml, [image])[0]
+    by_group = spy(monkeypatch, im2col, "_by_group")
+    threads.set_threads(1)
+    one = irrun.load(xml).infer([image])[0]
+    assert bool(by_group) == taken
+    assert_close(one, expected, rtol=1e-4, atol=1e-5)
+    monkeypatch.setattr(im2col, "GROUP_AT_A_TIME_OUTPUTS", 1 << 30)
+    np.testing.assert_allclose(one, irrun.load(xml).infer([image])[0], rtol=1e-5, atol=1e-6)
+    monkeypatch.undo()
+    threads.set_threads(2)
+    by_group = spy(monkeypatch, im2col, "_by_group")
+    loaded = irrun.load(xml)
+    assert_close(loaded.infer([image])[0], expected, rtol=1e-4, atol=1e-5)
+    assert not by_group or not loaded._plan.convolution_network
+
+
 def test_strided_stem_over_phases_in_parts(two_threads, monkeypatch, tmp_path):
     """A YOLOv5-style 6x6 / 2 stem, 3 -> 32 channels at 320 x 320 (88 M multiply-adds): the row-tap
     kernel over the input's phases, its blocks in two parts; OpenVINO's outputs, and one thread's."""

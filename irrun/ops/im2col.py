@@ -77,24 +77,28 @@ def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
         view = window_view(zero_extended(xs, region), kernel, axes, geo.strides, geo.dilations)
         return view.reshape(n, groups, cg, *view.shape[2:]).transpose(order)
 
-    def times_filter(view, first, last, buffer, offset):
-        """Output rows [first, last) (`view` begins at row `offset`): their column matrix (copied
-        into `buffer`) times the filters, written into `out`."""
-        block = view[(slice(None),) * first_output_axis + (slice(first - offset, last - offset),)]
+    def times_filter(view, first, last, buffer, offset, g0=0, g1=groups):
+        """Output rows [first, last) of groups [g0, g1) (`view` begins at row `offset`): their
+        column matrix (copied into `buffer`) times the filters, written into `out`."""
+        block = view[(slice(None), slice(g0, g1)) + (slice(None),) * (first_output_axis - 2)
+                     + (slice(first - offset, last - offset),)]
         # Into a buffer each part keeps, not a new array per block: fresh memory is page-faulted
         # in (a 7x7 stem's copies took twice as long) one core at a time
         columns = buffer[:block.size].reshape(block.shape)
         np.copyto(columns, block)
-        target = out[:, :, :, first:last].reshape(n, groups, og, -1)
+        target = out[:, g0:g1, :, first:last].reshape(n, g1 - g0, og, -1)
         if positions_major:
             # columns @ filters^T, then transposed into place: OpenBLAS runs [484, 512] x [512, 64]
             # 25% faster than [64, 512] x [512, 484] with the columns transposed (the audio
             # net's 512-tap layer 1.99-2.09 -> 1.86 ms alone, the net 4.05 -> 3.96 ms)
-            np.copyto(target, np.matmul(columns.reshape(n, groups, -1, rows),
-                                        filters.swapaxes(-1, -2)).swapaxes(-1, -2))
+            np.copyto(target, np.matmul(columns.reshape(n, g1 - g0, -1, rows),
+                                        filters[g0:g1].swapaxes(-1, -2)).swapaxes(-1, -2))
         else:
-            np.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
+            np.matmul(filters[g0:g1], columns.reshape(n, g1 - g0, rows, -1), out=target)
 
+    by_group = not positions_major and _group_at_a_time(groups, og, rows, n * prod(counts[1:]), counts[0])
+    if by_group:
+        return _by_group(groups, counts, row_elements // groups, rows_view, times_filter, out)
     budget = COLUMN_BLOCK_ELEMENTS if groups == 1 else COLUMN_BLOCK_ELEMENTS // 2
     step = max(1, budget // max(row_elements, 1))
     # parts for the copies' size or for the GEMMs' (a strided 32 -> 64 layer at 80 x 160 has
@@ -150,6 +154,39 @@ def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
     else:
         with threads.single_threaded_blas():
             threads.run_parts(run_blocks, threads.bounds(len(blocks), parts))
+    return out
+
+
+def _group_at_a_time(groups: int, og: int, rows: int, row_positions: int, output_rows: int) -> bool:
+    """Whether a grouped layer's blocks take one group each (`_by_group`): where BLAS's own
+    threads run its GEMMs and a group's is wide enough to gain from spanning more positions,
+    measured (two cores, blocks of all groups' columns against blocks of one group's, each of
+    COLUMN_BLOCK_ELEMENTS): 4 groups of 16 -> 32 channels at 16 x 128 0.82-0.90 of the time (the
+    CRNN 2.83 -> 2.79 and 2.87 -> 2.80 ms, alternating), 8 at 16 x 128 0.87-0.88; but 16 groups
+    of 16 -> 16 at 16 x 128 1.07, 8 of 16 -> 32 at 8 x 64 (512 positions) 1.23-1.28, groups of
+    4-8 channels 1.26-1.34, and in parts on the pool (BLAS on one thread each) 1.14-1.18."""
+    if groups < 2 or threads.pool_owns_cores():
+        return False
+    positions = max(1, min(COLUMN_BLOCK_ELEMENTS // max(rows * row_positions, 1), output_rows)) * row_positions
+    return og >= GROUP_AT_A_TIME_OUTPUTS and rows >= GROUP_AT_A_TIME_DEPTH and positions >= GROUP_AT_A_TIME_POSITIONS
+
+
+# `_group_at_a_time`: output channels a group, GEMM depth (input channels a group times taps) and
+# output positions a block of one group's columns spans, at least
+GROUP_AT_A_TIME_OUTPUTS = 32
+GROUP_AT_A_TIME_DEPTH = 144
+GROUP_AT_A_TIME_POSITIONS = 1024
+
+
+def _by_group(groups: int, counts, group_row_elements: int, rows_view, times_filter, out) -> np.ndarray:
+    """A grouped layer's im2col a group at a time: blocks of output rows of one group's columns,
+    COLUMN_BLOCK_ELEMENTS each, every GEMM on BLAS's threads (`_group_at_a_time`)."""
+    step = max(1, COLUMN_BLOCK_ELEMENTS // max(group_row_elements, 1))
+    buffer = np.empty(group_row_elements * step, out.dtype)
+    view = rows_view(0, counts[0])
+    for g in range(groups):
+        for first in range(0, counts[0], step):
+            times_filter(view, first, min(first + step, counts[0]), buffer, 0, g, g + 1)
     return out
 
 
