@@ -179,9 +179,10 @@ def _pools_first(plan, steps: list, keep: frozenset) -> list:
     Relu, Clamp: max(f(a), f(b)) = f(max(a, b)) for f non-decreasing, rounding included) runs
     first, on their input, and they after it, on its output, smaller by the pool's window: one
     step, the pool's maxima then the layers (the CRNN's three convolutions' bias and Relu over 4x
-    and 2x fewer values: 2.85 -> 2.78 and 2.99 -> 2.83 ms alternating; ResNet-18 level).  The maxima are raised to the lowest value only after the layers,
-    as the pool alone does, so that a window of NaN or -inf taps ends as it did (the same bits).
-    Not where a window lies in the padding alone (its maximum would pass through the layers)."""
+    and 2x fewer values: 2.85 -> 2.78 and 2.99 -> 2.83 ms alternating; ResNet-18 level).  The
+    maxima are raised to the lowest value only after the layers, as the pool alone does, so that a
+    window of NaN or -inf taps ends as it did (the same bits).  Not where a window lies in the
+    padding alone (its maximum would pass through the layers)."""
     producer, readers = {}, {}
     for k, step in enumerate(steps):
         for s in step.outputs:
@@ -476,11 +477,7 @@ class FusedChain:
         else:
             parts = "when large"
         head = self._head_kernel(info, n_head) if self.head else None
-        stages = self.stages
-        if os.environ.get("DROPCHAIN") == "1" and self.head and self.head_step.node.layer.name in os.environ.get("DROPNAMES", "").split(","):
-            stages = []
-            parts = "never"
-        return _kernel(stages, operands, len(step_inputs), head, n_head, consumed, risky, parts, cost, small,
+        return _kernel(self.stages, operands, len(step_inputs), head, n_head, consumed, risky, parts, cost, small,
                        constants, self._fail)
 
     def _operands(self) -> list[int]:

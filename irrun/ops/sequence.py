@@ -305,7 +305,7 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
     step's calls inlined).  Writes y; returns (h, c)."""
     steps, dtype = gx.shape[-2], gx.dtype
     by_time = np.ascontiguousarray(np.moveaxis(gx, -2, 0))
-    h, c = (np.array(s, dtype=dtype) for s in states)      # (c: a copy, written in place)
+    h, c = np.asarray(states[0], dtype), np.array(states[1], dtype)      # (c: a copy, written in place)
     ys = np.empty((steps,) + h.shape, dtype)
     n = gx.shape[-1] // 4
     gates, sig = np.empty(by_time.shape[1:], dtype), np.empty(by_time.shape[1:], dtype)
