@@ -314,18 +314,19 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
     candidate = gates[..., 2 * n:3 * n]
     half, RT = dtype.type(0.5), p.RT
     matmul, add, multiply, tanh = np.matmul, np.add, np.multiply, np.tanh
+    # (`out` passed positionally: 50 ns a call less than by keyword, 30 us of the CRNN's 64 steps)
     for t in range(steps - 1, -1, -1) if reverse else range(steps):
-        matmul(h, RT, out=gates)
-        add(by_time[t], gates, out=gates)
-        tanh(gates, out=gates)               # f, i and o halved: sigmoid(x) = 0.5 + 0.5 tanh(x / 2)
-        multiply(gates, half, out=sig)
-        add(sig, half, out=sig)
-        multiply(sig_f, c, out=c)
-        multiply(sig_i, candidate, out=product)
-        add(c, product, out=c)
+        matmul(h, RT, gates)
+        add(by_time[t], gates, gates)
+        tanh(gates, gates)                   # f, i and o halved: sigmoid(x) = 0.5 + 0.5 tanh(x / 2)
+        multiply(gates, half, sig)
+        add(sig, half, sig)
+        multiply(sig_f, c, c)
+        multiply(sig_i, candidate, product)
+        add(c, product, c)
         h = ys[t]
-        tanh(c, out=h)
-        multiply(h, sig_o, out=h)
+        tanh(c, h)
+        multiply(h, sig_o, h)
     y[...] = np.moveaxis(ys, 0, -2)
     return h.copy(), c
 
