@@ -254,9 +254,9 @@ def _pool_first_step(plan, steps: list, pool, run: list, data: int):
     types_in = [plan.analysis.type_of(steps[run[0][0]].node.inputs[run[0][1].data])]
     _add_side_operands(plan, [(steps[j], stage) for j, stage in run], inputs, types_in)
     stages = [stage for _, stage in run]
+    from .ops.pooling import lowest_value
     dtype = pool.node.types[0].etype.carrier
-    lowest = np.finfo(dtype).min
-    stages.append(Stage(pool.node, "unary", pool.op.floor_of(dtype), ufuncs=[(np.fmax, dtype.type(lowest))]))
+    stages.append(Stage(pool.node, "unary", pool.op.floor_of(dtype), ufuncs=[(np.fmax, dtype.type(lowest_value(dtype)))]))
     nodes = tuple(steps[j].node for j, _ in run) + (pool.node,)
     op = _PoolFirst(plan, head, nodes, stages, True, inputs)
     return replace(pool, op=op, inputs=inputs, outputs=pool.outputs[:1], free=[], out_nbytes=pool.out_nbytes[:1],

@@ -62,7 +62,7 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-def _lowest(dtype: np.dtype):
+def lowest_value(dtype: np.dtype):
     return np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min
 
 
@@ -432,7 +432,7 @@ class MaxPool(_SlidingPool):
         dtype = _compute_dtype(x.dtype)
         pads_begin, dims, tiled = self.windows(x.shape[2:])
         out = np.empty(x.shape[:2] + dims, dtype)
-        lowest = _lowest(dtype)
+        lowest = lowest_value(dtype)
         at_least_lowest = self.floor_of(dtype) if floor else (lambda maxima, target: np.copyto(target, maxima))
 
         def channels(a, b):
@@ -457,19 +457,12 @@ class MaxPool(_SlidingPool):
     def floor_of(dtype: np.dtype):
         """`fn(maxima, out)`: the maxima raised to at least the lowest value of `dtype` (a window of
         NaN taps only ends there, as OpenVINO's running maximum from that value does)."""
-        return scalar_extremum(np.fmax, _lowest(dtype), dtype)
+        return scalar_extremum(np.fmax, lowest_value(dtype), dtype)
 
     def every_window_reads_data(self, spatial: tuple[int, ...]) -> bool:
         """Whether every window has a tap on the data, none lying in the padding alone."""
         pads_begin, dims, _ = self.windows(spatial)
-        for size, o, k, s, d, pb in zip(spatial, dims, self.kernel, self.attrs.strides, self.dilations, pads_begin):
-            covered = np.zeros(o, bool)
-            for t in range(k):
-                first, last = tap_outputs(size, o, s, t * d - pb)
-                covered[first:max(first, last)] = True
-            if not covered.all():
-                return False
-        return True
+        return bool(self.real_taps(spatial, pads_begin, dims).min(initial=1) > 0)
 
     def windows(self, spatial: tuple[int, ...]) -> tuple[list[int], tuple[int, ...], bool]:
         """(pads_begin, output size, whether the windows tile the data: see `_tiled`) for these
@@ -489,7 +482,7 @@ class MaxPool(_SlidingPool):
         dtype = _compute_dtype(x.dtype)
         # A running maximum from `lowest` that moves on strictly greater elements: NaN, -inf and
         # `lowest` itself never win, and padding (filled with `lowest`) never does either.
-        lowest = _lowest(dtype)
+        lowest = lowest_value(dtype)
         spatial = x.shape[2:]
         pads_begin, _, out = self.geometry(spatial)
         taps = self.taps(self.padded(x, lowest, pads_begin, out, dtype), out)
@@ -615,7 +608,7 @@ class AdaptiveMaxPool(_AdaptivePool):
         # The running maximum starts at the window's first element and moves on strictly greater
         # ones: a NaN first element wins, any other NaN is never chosen.
         floats = dtype.kind == "f"
-        lowest = -np.inf if floats else _lowest(dtype)
+        lowest = -np.inf if floats else lowest_value(dtype)
         candidates = np.where(valid & ~np.isnan(taps) if floats else valid, taps, lowest)
         best = candidates.argmax(axis=-1)
         if floats:
