@@ -135,6 +135,22 @@ def test_mvn6_ranks_and_axes_types(tmp_path):
     compare(model(outputs, xs), [sample(s) for s in shapes.values()], tmp_path)
 
 
+@pytest.mark.parametrize("shape,axes", [([1, 1, 256], [-1]), ([1, 256, 1], [1]), ([1, 4, 64], [1, 2]), ([7], [0])],
+                         ids=str)
+def test_mvn6_one_row(shape, axes, tmp_path):
+    """Every element in one mean (a decoding step's layer norm): irrun's dot-product path, both eps
+    modes, with and without the variance, on a row far from zero and on a constant row (its
+    variance 0: eps alone divides)."""
+    x, flat = param(shape, name="x"), param(shape, name="flat")
+    outputs = [ops6.mvn(t, const(axes), variance, eps, mode) for t in (x, flat)
+               for variance in (True, False) for eps, mode in ((1e-5, "inside_sqrt"), (0.25, "outside_sqrt"))]
+    far = sample(shape, scale=1.0, offset=20.0)
+    # (7 values of 3: OpenVINO's mean, the sum times 1/7 in float32, is a rounding off 3, which
+    # 1/sqrt(eps) magnifies to 7.5e-5; irrun's is 3.  Zeros there.)
+    constant = np.full(shape, 3.0 if len(far.reshape(-1)) in (64, 256) else 0.0, np.float32)
+    compare(model(outputs, [x, flat]), [far, constant], tmp_path)
+
+
 @pytest.mark.parametrize("shape", [[2, 3, 4], [2, 3]], ids=str)
 def test_mvn6_empty_axes_gives_zeros(shape, tmp_path):
     """Each element is its own mean.  oracle="reference" for 2-D data: the CPU plugin returns the

@@ -21,6 +21,8 @@ What OpenVINO 2026.4.1 computes, beyond the op specs (specs/errata/reduction.md)
 """
 from __future__ import annotations
 
+import math
+from functools import lru_cache
 from math import prod
 from typing import Callable
 
@@ -80,6 +82,8 @@ def _per_channel(values: np.ndarray, rank: int) -> np.ndarray:
 def _mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: float,
          eps_inside_sqrt: bool) -> np.ndarray:
     count = prod(x.shape[a] for a in axes)
+    if count == x.size and count > 1 and x.dtype in (np.float32, np.float64):
+        return _one_row_mvn(x, count, normalize_variance, eps, eps_inside_sqrt)
     if axes == (x.ndim - 1,) and count > 1 and x.dtype in (np.float32, np.float64):
         # over the last axis (a transformer's layer norm), the means by BLAS (ViT's 197 x 192:
         # 47 -> 33 us a norm)
@@ -99,6 +103,29 @@ def _mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: fl
     scale = np.sqrt(variance + eps) if eps_inside_sqrt else np.sqrt(variance) + eps
     centered /= scale
     return centered
+
+
+def _one_row_mvn(x: np.ndarray, count: int, normalize_variance: bool, eps: float,
+                 eps_inside_sqrt: bool) -> np.ndarray:
+    """`_mvn` of float32/64 data that is one row (every axis reduced but those of length 1: a
+    decoding step's layer norm): the sums as BLAS dot products, the scalars in Python.  A
+    decoding step's [1, 1, 256] norm 6.2 -> 4.0 us with its scale and shift."""
+    flat = x.reshape(-1)
+    mean = float(np.dot(flat, _filled_vector(count, x.dtype))) / count
+    centered = np.subtract(x, mean)
+    if not normalize_variance:
+        return centered
+    squares = centered.reshape(-1)
+    variance = float(np.dot(squares, squares)) / count
+    centered /= math.sqrt(variance + eps) if eps_inside_sqrt else math.sqrt(variance) + eps
+    return centered
+
+
+@lru_cache(maxsize=16)
+def _filled_vector(length: int, dtype: np.dtype) -> np.ndarray:
+    ones = np.ones(length, dtype)
+    ones.flags.writeable = False
+    return ones
 
 
 MVN_COST = 4.0        # work per element relative to an add (irrun.threads)
