@@ -405,11 +405,17 @@ def window_layout(spatial, kernel, geo: Geometry) -> tuple[list[tuple[int, int]]
     return whole, counts
 
 
-def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, laid_out=None) -> np.ndarray:
+_UNDECIDED = "undecided"
+
+
+def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, laid_out=None,
+            kind: str | None = _UNDECIDED) -> np.ndarray:
     """The convolution in x's (compute) type by the kernel that suits its shape (`laid_out`: the
-    layout `laid_out_filter` gives for these shapes, where the layer was bound)."""
+    layout `laid_out_filter` gives for these shapes, where the layer was bound; `kind`: what
+    `_shape_kernel` gives for them, where already known)."""
     groups, og = w.shape[:2]
-    kind = _shape_kernel(w.shape, geo, whole, counts)
+    if kind is _UNDECIDED:
+        kind = _shape_kernel(w.shape, geo, whole, counts)
     if min(counts, default=1) <= 0:
         out = np.zeros((x.shape[0], groups, og, *(max(c, 0) for c in counts)), x.dtype)
     elif kind == "depthwise":
@@ -593,15 +599,19 @@ class _ConvolutionFamily(Op):
             if self.channels_last_output:
                 w_t = np.ascontiguousarray(weights[0].reshape(og, cg).T)
                 return lambda x, w: _pointwise_channels_last(x, w_t)
-            # `_pointwise` alone: a squeeze-excite layer's 1x1 on one position took 20-40 us, half
-            # of it `_direct`'s choice of kernel and the padding check (EfficientNet has 32)
-            shape = (data.shape[0], og, *counts)
-            return lambda x, w: _pointwise(x, weights, geo).reshape(shape)
+            # the GEMM alone: a squeeze-excite layer's 1x1 on one position took 20-40 us, half of
+            # it `_direct`'s choice of kernel and the padding check (EfficientNet has 32); the
+            # YOLO-style net's 34 1x1 layers spent 0.9% of its time slicing and reshaping
+            shape, columns = (data.shape[0], og, *counts), (data.shape[0], 1, cg, -1)
+            filters, matmul = weights.reshape(1, og, cg), threads.matmul
+            return lambda x, w: matmul(filters, x.reshape(columns)).reshape(shape)
         laid_out, alone = laid_out_filter(weights, geo, whole, counts)
         if alone and step.release is not None:
             # the kernel reads its laid-out copy alone: the filter's mapped pages go, as Winograd's do
             step.release(step.inputs[1].value)
-        return lambda x, w: _direct(x, weights, geo, whole, counts, laid_out)
+        # the kernel the shapes choose, chosen here (1% of the YOLO-style net's time on each call)
+        kind = _shape_kernel(weights.shape, geo, whole, counts)
+        return lambda x, w: _direct(x, weights, geo, whole, counts, laid_out, kind)
 
     def _bind_winograd(self, step):
         if not self.winograd_capable:
