@@ -65,7 +65,15 @@ MIN_PART_ELEMENTS = 1 << 19
 _lock = threading.Lock()
 _threads: int | None = None        # the count in force (None: not decided yet)
 _blas_limiter = None               # threadpoolctl's controller, once looked up (False: none found)
-_in_part = threading.local()       # set while a thread runs a part (nested splits run whole)
+class _PartState(threading.local):
+    """A thread's state: whether it runs a part (nested splits run whole) or keeps elementwise
+    kernels whole.  (Defaults on the class: getattr with a default on a plain threading.local took
+    0.33 us where the attribute was missing, most calls, against 0.05.)"""
+    active = False
+    elementwise_whole = False
+
+
+_in_part = _PartState()
 
 
 def available_cpus() -> int:
@@ -295,7 +303,7 @@ class elementwise_whole:
     __slots__ = ("before",)
 
     def __enter__(self):
-        self.before = getattr(_in_part, "elementwise_whole", False)
+        self.before = _in_part.elementwise_whole
         _in_part.elementwise_whole = True
 
     def __exit__(self, *exc):
@@ -304,7 +312,7 @@ class elementwise_whole:
 
 def in_part() -> bool:
     """Whether this thread runs a part now (or is inside `parts_off`): work it splits runs whole."""
-    return getattr(_in_part, "active", False)
+    return _in_part.active
 
 
 def pool_owns_cores() -> bool:
@@ -612,7 +620,7 @@ def in_parts(fn: Callable, out: np.ndarray, *inputs: np.ndarray, cost: float = 1
     axes): in parts along another axis of `out` when it is large enough, and each part in blocks
     of about PASS_BLOCK_ELEMENTS when `cost` says fn makes several passes.  `cost`: work per
     element relative to an add (a chain of transcendental functions pays sooner)."""
-    if getattr(_in_part, "elementwise_whole", False):
+    if _in_part.elementwise_whole:
         fn(*inputs, out)
         return out
     parts = parts_for(int(out.size * cost))
