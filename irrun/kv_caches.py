@@ -138,16 +138,19 @@ class _Keeping(_Rebound):
     def bind(self, info):
         cache, op = self.cache, self.op
         from .subgraph import fits
+        assigned, variable_id, fitting = op.context.assigned, op.attrs.variable_id, set()
 
         def keep(value):
             if cache.buffer is None or value.base is not cache.buffer:
                 return op.run(value)
-            variable = op.reader().variable
-            if variable is not None and not fits(variable.shape, value.shape):
-                return op.run(value)               # (its error)
+            if value.shape not in fitting:       # (the variable's shape is the reader's, once bound)
+                variable = op.reader().variable
+                if variable is not None and not fits(variable.shape, value.shape):
+                    return op.run(value)           # (its error)
+                fitting.add(value.shape)
             kept = value.view()
             kept.flags.writeable = False
-            op.context.assigned[op.attrs.variable_id] = kept
+            assigned[variable_id] = kept
             return value
         return keep
 

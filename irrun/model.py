@@ -270,7 +270,7 @@ class Model:
     # ------------------------------------------------------------ running
     def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
         file = str(self.path)
-        if isinstance(inputs, Mapping):
+        if type(inputs) is dict or isinstance(inputs, Mapping):   # (the ABC's check alone took 1.4 us)
             given: dict[int, Any] = {}
             for key, value in inputs.items():
                 index = self._input_lookup.get(key) if isinstance(key, str) else \
@@ -626,8 +626,12 @@ def _own(value: np.ndarray, kept, constant_roots: frozenset[int] | None = None) 
     array of this call's (a convolution's output is a reshape of its kernel's: copying the 3 MiB
     of a 256 x 56 x 56 one took a quarter of its time): C-contiguous, writeable, and owned by no
     constant (`constant_roots`, the plan's; None: every view is copied) nor by the weights' map."""
-    if not value.flags.writeable or any(np.may_share_memory(value, other) for other in kept):
+    if not value.flags.writeable:
         return value.copy()
+    may_share = np.may_share_memory
+    for other in kept:      # (a loop: through a generator in any(), 2.0 against 1.4 us for nine)
+        if may_share(value, other):
+            return value.copy()
     if value.base is None:
         return value
     root = value.base

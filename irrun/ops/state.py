@@ -71,6 +71,20 @@ class ReadValue(Op):
             return value
         return init[0] if init else self.reset_value()
 
+    def bind(self, step):
+        """`run` with the state's dict and the variable's id looked up once (its property and the
+        attributes' lookup took half of a decoding step's 0.4 us a ReadValue)."""
+        if self.run_replaced():
+            return None
+        state, key, reset = self.context.state, self.variable_id, self.reset_value
+
+        def read(*init):
+            value = state.get(key)
+            if value is not None:
+                return value
+            return init[0] if init else reset()
+        return read
+
 
 @register("Assign", 3, 6)
 class Assign(Op):
