@@ -403,10 +403,12 @@ def test_transposed_gemm_weights_are_stored_transposed(tied, tmp_path):
 def test_few_rows_times_weights_run_weight_first(shape, transpose_b, monkeypatch, tmp_path):
     """Data of at most FEW_ROWS rows: the weights are held [out, in] row by row (as stored with
     transpose_b, else laid out so; not for one row) and the products run weight first, the values
-    of the other order to BLAS's rounding (optimize=False computes x @ w)."""
+    of the other order to BLAS's rounding (optimize=False computes x @ w).  One row runs BLAS's GEMV
+    through np.dot instead, either layout."""
     import irrun.ops.matrix as matrix
-    calls, weight_first = [], matrix.weight_first
+    calls, weight_first, dots, dot = [], matrix.weight_first, [], np.dot
     monkeypatch.setattr(matrix, "weight_first", lambda x, w: calls.append(x.shape) or weight_first(x, w))
+    monkeypatch.setattr(np, "dot", lambda *a: dots.append(a[1].shape) or dot(*a))
     xml = save(_transposed_weights_model(False, shape, transpose_b), tmp_path / "m.xml")
     x = RNG.standard_normal(shape).astype(np.float32)
     on = check_both_ways(xml, {"x": x})
@@ -414,9 +416,9 @@ def test_few_rows_times_weights_run_weight_first(shape, transpose_b, monkeypatch
     one_row = np.prod(shape[:-1]) == 1
     assert len(weights) == 2 and all((v if transpose_b else v.T).flags.c_contiguous != (one_row and not transpose_b)
                                      for v in weights)
-    calls.clear()
+    calls.clear(), dots.clear()
     on.infer({"x": x})
-    assert len(calls) == (0 if one_row and not transpose_b else 2)
+    assert (len(calls), len(dots)) == ((0, 2) if one_row else (2, 0))
     run = irrun.load(xml, optimize=False)._plan.layer_steps[0].op.run      # (unbound: x @ w)
     w = next(v for v in on._plan.constants.values() if getattr(v, "shape", None) in ((24, 16), (16, 24)))
     rows = x.reshape(-1, 16)
