@@ -893,6 +893,27 @@ def test_strided_stem_over_phases_in_parts(two_threads, monkeypatch, tmp_path):
     np.testing.assert_allclose(parallel, irrun.load(xml).infer([image])[0], rtol=1e-5, atol=1e-6)
 
 
+def test_audio_front_end_pools_inside_its_convolution_in_parts(two_threads, monkeypatch, tmp_path):
+    """The audio benchmark's first layer (64 filters of 512 taps, stride 4, over one second at
+    16 kHz: a convolution network) with its bias, Relu and 2 / 2 max pool: the pool inside the
+    convolution's blocks, run in two parts; OpenVINO's outputs, and one thread's within BLAS's
+    rounding."""
+    wave = ops.parameter([1, 1, 16000], np.float32, name="wave")
+    y = ops.convolution(wave, ops.constant(rand(64, 1, 512, seed=3, scale=512 ** -0.5)), [4], [0], [0], [1])
+    y = ops.relu(ops.add(y, ops.constant(rand(1, 64, 1, seed=4, scale=0.1))))
+    xml = save(model_of(ops.max_pool(y, [2], [1], [0], [0], [2]).output(0), wave), tmp_path / "audio")
+    pooled = spy(monkeypatch, im2col, "pooled_positions_major")
+    splits = record_parts(monkeypatch, lambda fn, ranges: len(ranges))
+    loaded = irrun.load(xml)
+    assert loaded._plan.convolution_network
+    audio = rand(1, 1, 16000, seed=5)
+    parallel = loaded.infer([audio])[0]
+    assert pooled and 2 in splits
+    assert_close(parallel, run_openvino(xml, [audio])[0], rtol=1e-4, atol=1e-5)
+    threads.set_threads(1)
+    np.testing.assert_allclose(parallel, irrun.load(xml).infer([audio])[0], rtol=1e-5, atol=1e-6)
+
+
 def test_networks_of_gemms_and_small_convolutions_keep_blas_threads(tmp_path):
     x = ops.parameter([1, 17, 64], np.float32, name="x")
     gemm = ops.matmul(x, ops.constant(rand(64, 64)), False, False)

@@ -647,6 +647,63 @@ def test_a_watcher_of_a_layer_before_the_pool_sees_its_values(tmp_path):
     assert [t.output_shapes for t in timings.steps[1:]] == [((2, 8, 12, 13),)] * 2 + [((2, 8, 6, 6),)]
 
 
+def _audio_front_end(taps=64, stride=4, pool=2, length=1000, pads=0, dilation=1, batch=1, conv_read=False,
+                     pool_pads=0):
+    """An audio front end: wave [batch, 1, length] -> 1-D Convolution of 16 filters -> Add bias ->
+    Relu -> MaxPool of `pool` taps at stride `pool` (CREPE's first layer, shorter)."""
+    wave = ops.parameter([batch, 1, length], ov.Type.f32, name="wave")
+    y = _named(ops.convolution(wave, _c((16, 1, taps), taps ** -0.5), [stride], [pads], [pads], [dilation]), "conv")
+    z = _named(ops.relu(_named(ops.add(y, _c((1, 16, 1), 0.1)), "add")), "act")
+    pooled = _named(ops.max_pool(z, [pool], [1], [pool_pads], [0], [pool]), "pool")
+    return ov.Model([ops.result(pooled.output(0))] + ([ops.result(y)] if conv_read else []), [wave])
+
+
+@pytest.mark.parametrize("taps,stride,pool,length", [(64, 4, 2, 1000), (512, 4, 2, 4000), (16, 1, 3, 301),
+                                                     (32, 2, 4, 777)],
+                         ids=["64/4 pool 2", "512/4 pool 2", "16/1 pool 3", "32/2 pool 4"])
+def test_an_audio_front_end_pools_inside_its_convolution(taps, stride, pool, length, tmp_path):
+    """A 1-D convolution of one sample with a long kernel, no padding, then bias, Relu and a max pool
+    whose windows tile its output: the pool runs inside the convolution (each block's product
+    pooled as positions-major rows), the bias and Relu after it; the outputs past the last whole
+    window are never computed.  OpenVINO's values, and optimize=False's within BLAS's rounding
+    (the GEMM's blocks are of other lengths)."""
+    from irrun.optimize import _ConvolutionPoolFirst
+    xml = save(_audio_front_end(taps, stride, pool, length), tmp_path)
+    m = check_both_ways(xml, {"wave": RNG.standard_normal((1, 1, length)).astype(np.float32)})
+    assert fused_steps(m) == [["conv", "add", "act", "pool"]]
+    assert [type(s.op) for s in m._plan.steps if s.members] == [_ConvolutionPoolFirst]
+
+
+@pytest.mark.parametrize("case", ["padded", "dilated", "two samples", "short kernel", "the convolution read",
+                                  "a padded pool"])
+def test_no_pool_inside_a_convolution_it_does_not_suit(case, tmp_path):
+    """The pool stays out of the convolution (the bias and Relu still go after it) where the
+    convolution pads or dilates, runs two samples, has too short a kernel for positions-major
+    columns or another reader, or where the pool's windows do not tile its output."""
+    model = _audio_front_end(**{"padded": {"pads": 3}, "dilated": {"dilation": 2}, "two samples": {"batch": 2},
+                                "short kernel": {"taps": 8}, "the convolution read": {"conv_read": True},
+                                "a padded pool": {"pool_pads": 1}}[case])
+    xml = save(model, tmp_path)
+    batch = 2 if case == "two samples" else 1
+    m = check_both_ways(xml, {"wave": RNG.standard_normal((batch, 1, 1000)).astype(np.float32)})
+    assert fused_steps(m) == [["add", "act", "pool"]], fused_steps(m)
+
+
+def test_a_watcher_of_the_convolution_before_a_pool_sees_its_values(tmp_path):
+    """A watcher selecting the convolution runs it alone (OpenVINO's values); unwatched, the pool runs
+    inside it, and a profile sees the fused step's time on the convolution."""
+    xml = save(_audio_front_end(), tmp_path)
+    feeds = {"wave": RNG.standard_normal((1, 1, 1000)).astype(np.float32)}
+    expected = openvino_layer_outputs(xml, feeds)
+    every = irrun.load(xml).infer(feeds, intermediates=True)
+    for key in ("conv:0", "add:0", "act:0", "pool:0"):
+        assert_close(every[key], expected[key], what=key)
+    timings = Timings()
+    irrun.load(xml).infer(feeds, watch=[timings])
+    assert [t.node.layer.name for t in timings.steps] == ["conv", "add", "act", "pool"]
+    assert timings.steps[0].fused == ("add", "act", "pool")
+
+
 def test_optimize_off_by_argument_environment_and_cli(tmp_path, monkeypatch):
     xml = save(_chain_model(), tmp_path)
     assert irrun.load(xml).optimize and fused_steps(irrun.load(xml))

@@ -613,6 +613,23 @@ class _ConvolutionFamily(Op):
         kind = _shape_kernel(weights.shape, geo, whole, counts)
         return lambda x, w: _direct(x, weights, geo, whole, counts, laid_out, kind)
 
+    def bind_pooled(self, step, pool: int):
+        """The kernel of this layer with a max pool of `pool` taps at stride `pool` after it (no
+        padding), as irrun/optimize.py's pools first fuses them: the maxima not yet raised to the
+        lowest value (`im2col.pooled_positions_major`); None where the layer is not such a 1-D one."""
+        weights = None if self.transposed or self.run_replaced() or len(step.inputs) != 2 \
+            else self._constant_filter(step)
+        data = step.inputs[0]
+        if weights is None or data.shape[0] != 1 or pool < 2:
+            return None
+        geo = self.geometry(data.rank - 2)
+        whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
+        if min(counts, default=1) < pool or not im2col.pools_positions_major(weights.shape, geo, whole, counts,
+                                                                                 data.shape[2:]):
+            return None
+        shape = (1, weights.shape[1], counts[0] // pool)
+        return lambda x, w: im2col.pooled_positions_major(x, weights, geo, whole, counts, pool).reshape(shape)
+
     def _bind_winograd(self, step):
         if not self.winograd_capable:
             return None

@@ -149,12 +149,18 @@ def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
         for first, last in blocks[a:b]:
             times_filter(view, first, last, buffer, offset)
 
-    if parts == 1:
-        run_blocks(0, len(blocks))
+    _blocks_in_parts(run_blocks, len(blocks), parts)
+    return out
+
+
+def _blocks_in_parts(run_blocks, count: int, parts: int) -> None:
+    """run_blocks(a, b) over blocks [0, count): whole, or in `parts` on the pool, BLAS on one thread
+    each."""
+    if parts == 1 or count == 1:
+        run_blocks(0, count)
     else:
         with threads.single_threaded_blas():
-            threads.run_parts(run_blocks, threads.bounds(len(blocks), parts))
-    return out
+            threads.run_parts(run_blocks, threads.bounds(count, parts))
 
 
 def _group_at_a_time(groups: int, og: int, rows: int, row_positions: int, output_rows: int) -> bool:
@@ -241,17 +247,61 @@ def _gather_cost(counts, positions_major: bool) -> float:
     return 8.0 if counts[-1] < GATHER_SHORT_RUN else 4.0
 
 
-def _positions_major_blocks(windows, filters_t, out, blocks, buffer) -> None:
+def _positions_major_blocks(windows, filters_t, out, blocks, buffer, pool: int = 1) -> None:
     """For each block [first, last) of positions: windows[first:last] ([positions, C_in, taps])
     copied into `buffer`, times the filters transposed ([C_in * taps, C_out]), written transposed
     into out ([C_out, positions]).  Three NumPy calls a block and little Python between them: a
     part's Python runs while the other part waits for the GIL (the audio net's 512-tap layer in
     `times_filter`'s blocks: 1.5 ms a part against 1.3 here; the net 3.5-3.6% faster, old and new
-    alternating inference by inference)."""
+    alternating inference by inference).  `pool` > 1 (blocks a multiple of it long): the product's
+    maxima (np.fmax) over each `pool` consecutive positions are written instead, at first // pool
+    (`pooled_positions_major`)."""
     rows = filters_t.shape[0]
     for first, last in blocks:
         block = buffer[:(last - first) * rows].reshape(last - first, *windows.shape[1:])
         np.copyto(block, windows[first:last])
-        np.copyto(out[:, first:last], np.matmul(block.reshape(last - first, rows), filters_t).T)
+        product = np.matmul(block.reshape(last - first, rows), filters_t)
+        if pool > 1:
+            maxima = np.fmax(product[0::pool], product[1::pool])
+            for tap in range(2, pool):
+                np.fmax(maxima, product[tap::pool], out=maxima)
+            product, first, last = maxima, first // pool, last // pool
+        np.copyto(out[:, first:last], product.T)
+
+
+def pools_positions_major(w_shape, geo: Geometry, whole, counts, spatial) -> bool:
+    """Whether `pooled_positions_major` takes this layer: one group, 1-D, no padding and no
+    dilation, a kernel long enough for positions-major columns (an audio front end)."""
+    groups, _, _, *kernel = w_shape
+    return (groups == 1 and len(kernel) == 1 and kernel[0] >= POSITIONS_MAJOR_TAPS and geo.dilations[0] == 1
+            and whole[0][0] >= 0 and whole[0][0] + (counts[0] - 1) * geo.strides[0] + kernel[0] <= spatial[0])
+
+
+def pooled_positions_major(xs, w, geo: Geometry, whole, counts, pool: int) -> np.ndarray:
+    """A 1-D convolution of one sample (`pools_positions_major`) and the max pool of `pool` taps at
+    stride `pool` after it (no padding; the outputs past the last whole window dropped), in one:
+    xs [1, C_in, S] -> [1, 1, C_out, counts[0] // pool], the maxima by np.fmax, NaN taps skipped,
+    not yet raised to the lowest value (irrun/optimize.py's pools first, whose floor does that).
+    Each block's product is pooled while in cache, as positions-major rows: `pool` rows a window,
+    contiguous, where the pool over the layer's output reads a strided comb; and the transposed
+    write of the product is `pool` times smaller."""
+    _, og, cg, taps = w.shape
+    rows, pooled = cg * taps, counts[0] // pool
+    lo = whole[0][0]
+    windows = window_view(xs[:, :, lo:lo + (counts[0] - 1) * geo.strides[0] + taps], [taps], (2,),
+                          geo.strides, geo.dilations)[0].transpose(1, 0, 2)       # [positions, C_in, taps]
+    filters_t = w.reshape(og, rows).T
+    out = np.empty((1, 1, og, pooled), w.dtype)
+    parts = threads.parts_for(rows * pooled * pool, most=pooled)
+    if threads.pool_owns_cores():
+        parts = max(parts, min(threads.threads(), pooled, rows * pooled * pool * og // threads.GEMM_MACS_PER_PART))
+    step = threads.balanced_step(pooled, max(1, COLUMN_BLOCK_ELEMENTS // rows // pool), parts) * pool
+    blocks = [(a, min(a + step, pooled * pool)) for a in range(0, pooled * pool, step)]
+
+    def run_blocks(a, b):
+        _positions_major_blocks(windows, filters_t, out.reshape(og, pooled), blocks[a:b],
+                                np.empty(rows * step, w.dtype), pool)
+    _blocks_in_parts(run_blocks, len(blocks), parts)
+    return out
 
 
