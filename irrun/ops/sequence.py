@@ -304,8 +304,8 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
     steps of two stacked directions: 855 -> 743 us, then 706 -> 661 us time-major and with the
     step's calls inlined).  Writes y; returns (h, c)."""
     steps, dtype = gx.shape[-2], gx.dtype
-    last = gx.ndim - 1        # (swapaxes, not moveaxis: its Python-level checks took 5 us a call)
-    by_time = np.ascontiguousarray(gx.swapaxes(last - 1, 0) if last == 2 else np.moveaxis(gx, -2, 0))
+    last = gx.ndim - 1        # (transpose, not moveaxis: its Python-level checks took 5 us a call)
+    by_time = np.ascontiguousarray(gx.transpose((last - 1,) + tuple(range(last - 1)) + (last,)))
     h, c = np.asarray(states[0], dtype), np.array(states[1], dtype)      # (c: a copy, written in place)
     ys = np.empty((steps,) + h.shape, dtype)
     n = gx.shape[-1] // 4
@@ -328,7 +328,7 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
         h = ys[t]
         tanh(c, h)
         multiply(h, sig_o, h)
-    y[...] = ys.swapaxes(0, last - 1) if last == 2 else np.moveaxis(ys, 0, -2)
+    y[...] = ys.transpose(tuple(range(1, last)) + (0, last))
     return h.copy(), c
 
 
@@ -543,7 +543,7 @@ class RecurrentSequence(RecurrentOp):
         gx[1] = gx[1, :, ::-1].copy()
         y, final = recur(self.kind, gx, tuple(np.swapaxes(s, 0, 1).astype(dtype) for s in states), None, False,
                          stacked)
-        out_y = np.stack([y[0], y[1, :, ::-1]], axis=1).astype(x.dtype)
+        out_y = np.stack([y[0], y[1, :, ::-1]], axis=1).astype(x.dtype, copy=False)   # (a new array already)
         return (out_y, *(np.swapaxes(f, 0, 1).astype(x.dtype) for f in final))
 
 
