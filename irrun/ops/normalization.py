@@ -109,7 +109,7 @@ def _one_row_mvn(x: np.ndarray, count: int, normalize_variance: bool, eps: float
                  eps_inside_sqrt: bool) -> np.ndarray:
     """`_mvn` of float32/64 data that is one row (every axis reduced but those of length 1: a
     decoding step's layer norm): the sums as BLAS dot products, the scalars in Python.  A
-    decoding step's [1, 1, 256] norm 6.2 -> 4.0 us with its scale and shift."""
+    decoding step's [1, 1, 256] norm 6.2 -> 4.4 us with its scale and shift."""
     flat = x.reshape(-1)
     mean = float(np.dot(flat, _filled_vector(count, x.dtype))) / count
     centered = np.subtract(x, mean)
