@@ -209,7 +209,7 @@ def _pools_first(plan, steps: list, keep: frozenset) -> list:
         taken.update(j for j, _ in run)
         convolution = _pooled_convolution(plan, steps, pool, producer.get(s), readers, pinned, keep, taken)
         if convolution is not None:
-            taken.add(convolution[0])
+            taken.add(convolution)
         replaced[k] = _pool_first_step(plan, steps, pool, run, s, convolution)
     if not replaced:
         return steps
@@ -253,10 +253,10 @@ def _commuting_stage(plan, step) -> Stage | None:
 
 
 def _pooled_convolution(plan, steps: list, pool, k: int | None, readers, pinned, keep, taken):
-    """(index, kernel) of the convolution making a pools-first step's data where the pool can run
-    inside it (`Convolution.bind_pooled`: an audio front end's 1-D layer, whose product is pooled
-    while in cache), else None: the convolution alone reads nothing fused and its output nothing
-    else reads, nor a watcher."""
+    """The index of the convolution making a pools-first step's data where the pool can run inside
+    it (`_pooled_kernel`: an audio front end's 1-D layer, whose product is pooled while in cache),
+    else None: the convolution alone reads nothing fused and its output nothing else reads, nor a
+    watcher."""
     from .ops.convolution import Convolution
     if k is None or k in taken:
         return None
@@ -264,37 +264,34 @@ def _pooled_convolution(plan, steps: list, pool, k: int | None, readers, pinned,
     if type(conv.op) is not Convolution or conv.members or conv.node.id in keep \
             or any(readers.get(s) != 1 or s in pinned for s in conv.outputs):
         return None
-    kernel = tuple(pool.op.kernel)
-    if len(kernel) != 1 or not pool.op.windows(tuple(plan.analysis.type_of(pool.node.inputs[0]).shape[2:]))[2]:
+    if len(pool.op.kernel) != 1 or not pool.op.windows(tuple(plan.analysis.type_of(pool.node.inputs[0]).shape[2:]))[2]:
         return None       # (1-D windows that tile the data: stride = kernel, no padding, none past the end)
-    bound = conv.op.bind_pooled(plan.step_info(conv), kernel[0])
-    return None if bound is None else (k, bound)
+    return None if _pooled_kernel(plan, conv, pool.op) is None else k
+
+
+def _pooled_kernel(plan, conv, pool_op):
+    """The convolution step's kernel with the max pool's windows inside (`Convolution.bind_pooled`)."""
+    return conv.op.bind_pooled(plan.step_info(conv), pool_op.kernel[0])
 
 
 def _pool_first_step(plan, steps: list, pool, run: list, data: int, convolution=None):
     """The step of `_pools_first`: the pool on slot `data` heading the run's stages and its floor;
-    with `convolution` ((index, kernel): `_pooled_convolution`), the convolution making `data`
-    and the pool in one kernel heading them."""
+    with `convolution` (a step index: `_pooled_convolution`), the convolution making `data` and
+    the pool in one kernel heading them."""
     if convolution is None:
-        head = replace(pool, inputs=[data])
-        inputs = [data]
+        head, fused = replace(pool, inputs=[data]), _PoolFirst
+        types_in = [plan.analysis.type_of(steps[run[0][0]].node.inputs[run[0][1].data])]
     else:
-        head = steps[convolution[0]]
-        inputs = list(head.inputs)
-    types_in = [plan.analysis.type_of(src) for src in head.node.inputs] if convolution is not None \
-        else [plan.analysis.type_of(steps[run[0][0]].node.inputs[run[0][1].data])]
+        head, fused = steps[convolution], _ConvolutionPoolFirst
+        types_in = [plan.analysis.type_of(src) for src in head.node.inputs]
+    inputs = list(head.inputs)
     _add_side_operands(plan, [(steps[j], stage) for j, stage in run], inputs, types_in)
     stages = [stage for _, stage in run]
     from .ops.pooling import lowest_value
     dtype = pool.node.types[0].etype.carrier
     stages.append(Stage(pool.node, "unary", pool.op.floor_of(dtype), ufuncs=[(np.fmax, dtype.type(lowest_value(dtype)))]))
-    nodes = tuple(steps[j].node for j, _ in run) + (pool.node,)
-    if convolution is None:
-        op = _PoolFirst(plan, head, nodes, stages, True, inputs)
-    else:
-        nodes = (head.node,) + nodes
-        op = _ConvolutionPoolFirst(plan, head, nodes, stages, True, inputs)
-        op.pooled_kernel = convolution[1]
+    nodes = (() if convolution is None else (head.node,)) + tuple(steps[j].node for j, _ in run) + (pool.node,)
+    op = fused(plan, head, nodes, stages, True, inputs)
     return replace(pool, op=op, inputs=inputs, outputs=pool.outputs[:1], free=[], out_nbytes=pool.out_nbytes[:1],
                    members=nodes, types_in=types_in)
 
@@ -558,10 +555,8 @@ class _ConvolutionPoolFirst(FusedChain):
     with the pool inside (`_pooled_convolution`), then the chain (the audio net 0.93-0.97 of its
     time, old and new alternating inference by inference, loaded in either order)."""
 
-    pooled_kernel: Callable | None = None
-
     def _head_kernel(self, info, n_head: int):
-        return self.pooled_kernel
+        return _pooled_kernel(self.plan, self.head_step, self.nodes[-1].op)
 
 
 def _out(ufunc, name: str) -> str:

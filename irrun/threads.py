@@ -65,6 +65,8 @@ MIN_PART_ELEMENTS = 1 << 19
 _lock = threading.Lock()
 _threads: int | None = None        # the count in force (None: not decided yet)
 _blas_limiter = None               # threadpoolctl's controller, once looked up (False: none found)
+
+
 class _PartState(threading.local):
     """A thread's state: whether it runs a part (nested splits run whole) or keeps elementwise
     kernels whole.  (Defaults on the class: getattr with a default on a plain threading.local took

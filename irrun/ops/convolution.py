@@ -620,12 +620,12 @@ class _ConvolutionFamily(Op):
         weights = None if self.transposed or self.run_replaced() or len(step.inputs) != 2 \
             else self._constant_filter(step)
         data = step.inputs[0]
-        if weights is None or data.shape[0] != 1 or pool < 2:
+        if weights is None or pool < 2:
             return None
         geo = self.geometry(data.rank - 2)
         whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
-        if min(counts, default=1) < pool or not im2col.pools_positions_major(weights.shape, geo, whole, counts,
-                                                                                 data.shape[2:]):
+        if min(counts, default=1) < pool or not im2col.one_view_of_windows(weights.shape, data.shape[0], geo, whole,
+                                                                               counts, data.shape[2:]):
             return None
         shape = (1, weights.shape[1], counts[0] // pool)
         return lambda x, w: im2col.pooled_positions_major(x, weights, geo, whole, counts, pool).reshape(shape)

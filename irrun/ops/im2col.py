@@ -103,10 +103,7 @@ def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
     step = max(1, budget // max(row_elements, 1))
     # parts for the copies' size or for the GEMMs' (a strided 32 -> 64 layer at 80 x 160 has
     # columns too small to split for their copy, but 59 M multiply-adds: 2.1 -> 1.4 ms)
-    parts = threads.parts_for(row_elements * counts[0], most=counts[0])
-    if threads.pool_owns_cores():
-        parts = max(parts, min(threads.threads(), counts[0],
-                               row_elements * counts[0] * og // threads.GEMM_MACS_PER_PART))
+    parts = _block_parts(row_elements * counts[0], counts[0], row_elements * counts[0] * og)
     if step >= counts[0] and (threads.pool_owns_cores() or (parts == 1 and not positions_major)):
         # the columns fit one block: while the pool owns the cores, cut along the input channels
         # (`_split_depth`; cut into blocks of output rows, 512 -> 512 channels at 7x7 made GEMMs
@@ -134,9 +131,8 @@ def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
     # as one [positions, C_in, taps] view made before the parts, which then run nothing but
     # `_positions_major_blocks` (see there)
     windows = filters_t = None
-    if positions_major and rank == 1 and n == 1 and groups == 1 and whole[0][0] >= 0 \
-            and whole[0][0] + (counts[0] - 1) * geo.strides[0] + spans[0] <= xs.shape[2]:
-        windows = rows_view(0, counts[0])[0, 0]
+    if one_view_of_windows(w.shape, n, geo, whole, counts, xs.shape[2:]):
+        windows = _windows_of_one_sample(xs, kernel[0], geo, whole, counts)
         filters_t = filters[0].T     # (a view: a contiguous copy a call was no faster, 1.001-1.004)
 
     def run_blocks(a, b):
@@ -151,6 +147,15 @@ def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
 
     _blocks_in_parts(run_blocks, len(blocks), parts)
     return out
+
+
+def _block_parts(elements: int, most: int, macs: int) -> int:
+    """Parts for blocks of im2col columns: for the copies' size (`elements`), or, while the pool
+    owns the cores, for the GEMMs' (`macs`); at most `most`."""
+    parts = threads.parts_for(elements, most=most)
+    if threads.pool_owns_cores():
+        parts = max(parts, min(threads.threads(), most, macs // threads.GEMM_MACS_PER_PART))
+    return parts
 
 
 def _blocks_in_parts(run_blocks, count: int, parts: int) -> None:
@@ -269,16 +274,26 @@ def _positions_major_blocks(windows, filters_t, out, blocks, buffer, pool: int =
         np.copyto(out[:, first:last], product.T)
 
 
-def pools_positions_major(w_shape, geo: Geometry, whole, counts, spatial) -> bool:
-    """Whether `pooled_positions_major` takes this layer: one group, 1-D, no padding and no
-    dilation, a kernel long enough for positions-major columns (an audio front end)."""
+def one_view_of_windows(w_shape, n: int, geo: Geometry, whole, counts, spatial) -> bool:
+    """Whether the layer's windows are one [positions, C_in, taps] view of its input
+    (`_windows_of_one_sample`): one sample, one group, 1-D, no padding and no dilation, a kernel long
+    enough for positions-major columns (an audio front end).  `pooled_positions_major` takes such
+    layers."""
     groups, _, _, *kernel = w_shape
-    return (groups == 1 and len(kernel) == 1 and kernel[0] >= POSITIONS_MAJOR_TAPS and geo.dilations[0] == 1
-            and whole[0][0] >= 0 and whole[0][0] + (counts[0] - 1) * geo.strides[0] + kernel[0] <= spatial[0])
+    return (n == 1 and groups == 1 and len(kernel) == 1 and kernel[0] >= POSITIONS_MAJOR_TAPS
+            and geo.dilations[0] == 1 and whole[0][0] >= 0
+            and whole[0][0] + (counts[0] - 1) * geo.strides[0] + kernel[0] <= spatial[0])
+
+
+def _windows_of_one_sample(xs, taps: int, geo: Geometry, whole, counts) -> np.ndarray:
+    """The windows of a layer that `one_view_of_windows` takes: [positions, C_in, taps], a view."""
+    lo = whole[0][0]
+    return window_view(xs[:, :, lo:lo + (counts[0] - 1) * geo.strides[0] + taps], [taps], (2,), geo.strides,
+                       geo.dilations)[0].transpose(1, 0, 2)
 
 
 def pooled_positions_major(xs, w, geo: Geometry, whole, counts, pool: int) -> np.ndarray:
-    """A 1-D convolution of one sample (`pools_positions_major`) and the max pool of `pool` taps at
+    """A 1-D convolution of one sample (`one_view_of_windows`) and the max pool of `pool` taps at
     stride `pool` after it (no padding; the outputs past the last whole window dropped), in one:
     xs [1, C_in, S] -> [1, 1, C_out, counts[0] // pool], the maxima by np.fmax, NaN taps skipped,
     not yet raised to the lowest value (irrun/optimize.py's pools first, whose floor does that).
@@ -287,14 +302,10 @@ def pooled_positions_major(xs, w, geo: Geometry, whole, counts, pool: int) -> np
     write of the product is `pool` times smaller."""
     _, og, cg, taps = w.shape
     rows, pooled = cg * taps, counts[0] // pool
-    lo = whole[0][0]
-    windows = window_view(xs[:, :, lo:lo + (counts[0] - 1) * geo.strides[0] + taps], [taps], (2,),
-                          geo.strides, geo.dilations)[0].transpose(1, 0, 2)       # [positions, C_in, taps]
+    windows = _windows_of_one_sample(xs, taps, geo, whole, counts)
     filters_t = w.reshape(og, rows).T
     out = np.empty((1, 1, og, pooled), w.dtype)
-    parts = threads.parts_for(rows * pooled * pool, most=pooled)
-    if threads.pool_owns_cores():
-        parts = max(parts, min(threads.threads(), pooled, rows * pooled * pool * og // threads.GEMM_MACS_PER_PART))
+    parts = _block_parts(rows * pooled * pool, pooled, rows * pooled * pool * og)
     step = threads.balanced_step(pooled, max(1, COLUMN_BLOCK_ELEMENTS // rows // pool), parts) * pool
     blocks = [(a, min(a + step, pooled * pool)) for a in range(0, pooled * pool, step)]
 
