@@ -61,7 +61,7 @@ from . import threads
 from .analysis import SINK_TYPES, Node
 from .errors import IrrunError
 from .kv_caches import grow_kv_caches_in_place
-from .ops.matrix import FEW_ROWS
+from .ops.matrix import runs_weight_first
 from .shapes import is_static
 from .watch import Produced
 
@@ -340,8 +340,8 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
     """Constant MatMul weights stored in the memory layout their GEMM runs fastest with (the same
     values): [in, out] rows for data of more than FEW_ROWS rows (BLAS's faster layout: 128 x 256 x
     768 on two cores 213 -> 182 us, for weights PyTorch and OpenVINO's FullyConnected keep as
-    [out, in] and MatMul reads transposed), [out, in] rows for fewer, which run weight first
-    (irrun/ops/matrix.py).  Only a weight no other step or Result reads (a Gather of tied
+    [out, in] and MatMul reads transposed), [out, in] rows for fewer, and for up to 128 rows
+    widened threefold or more, which run weight first (`runs_weight_first`).  Only a weight no other step or Result reads (a Gather of tied
     embeddings wants its rows contiguous), and data of at least two rows known at load: a vector
     times the matrix (BLAS's GEMV, an LLM's decoding step) gains nothing and would sum in another
     order (the GEMMs' products are bit for bit those of the other layout, measured).  The
@@ -366,7 +366,8 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
         if weight is None or weight.ndim != 2 or weight.dtype.kind != "f" or weight.dtype.itemsize < 4 \
                 or not weight.flags.c_contiguous:
             continue
-        rows_out_in = prod(data.shape[:-1]) <= FEW_ROWS      # [out, in] in memory, row by row
+        k, n = (weight.shape[::-1] if attrs.transpose_b else weight.shape)
+        rows_out_in = runs_weight_first(prod(data.shape[:-1]), k, n)     # [out, in] in memory, row by row
         if rows_out_in == bool(attrs.transpose_b):
             continue                                        # (as stored already)
         plan.constants[step.inputs[1]] = np.ascontiguousarray(weight.T).T

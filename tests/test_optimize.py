@@ -425,6 +425,29 @@ def test_few_rows_times_weights_run_weight_first(shape, transpose_b, monkeypatch
     assert_blas_close(weight_first(rows, w if transpose_b else w.T), run(rows, w))
 
 
+@pytest.mark.parametrize("rows", [(2, 32), (4, 32), (3, 50)], ids=["64", "128", "150"])
+def test_widening_products_of_up_to_128_rows_run_weight_first(rows, monkeypatch, tmp_path):
+    """A feed-forward block at 64 and 128 rows: its up-projection (16 -> 64, widening fourfold) runs
+    weight first, its weight held [out, in]; the down-projection (64 -> 16) keeps the weight
+    [in, out] and runs data first, reading the up-projection's column-major output as it is.  At
+    150 rows neither runs weight first.  OpenVINO's values either way."""
+    import irrun.ops.matrix as matrix
+    calls, weight_first = [], matrix.weight_first
+    monkeypatch.setattr(matrix, "weight_first", lambda x, w: calls.append(w.shape) or weight_first(x, w))
+    x = ops.parameter([*rows, 16], ov.Type.f32, name="x")
+    up = _named(ops.matmul(x, _c((64, 16), 0.3), False, True), "up")
+    down = _named(ops.matmul(ops.relu(up), _c((16, 64), 0.3), False, True), "down")
+    xml = save(ov.Model([ops.result(down)], [x]), tmp_path / "m.xml")
+    m = check_both_ways(xml, {"x": RNG.standard_normal((*rows, 16)).astype(np.float32)})
+    few = np.prod(rows) <= 128
+    layouts = {s.node.layer.name: m._plan.constants[s.inputs[1]].flags.c_contiguous
+               for s in m._plan.layer_steps if s.node.layer.op_type == "MatMul"}
+    assert layouts == {"up": few, "down": False}       # (c_contiguous: [out, in] row by row)
+    calls.clear()
+    m.infer({"x": RNG.standard_normal((*rows, 16)).astype(np.float32)})
+    assert calls == ([(64, 16)] if few else [])
+
+
 def _few_rows_encoder_block(hidden=32, heads=4) -> ov.Model:
     """2 x 17 tokens through a feed-forward block, a residual, a layer norm and one attention head
     split: every product takes few rows, so each runs weight first."""
