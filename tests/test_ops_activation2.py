@@ -238,6 +238,16 @@ def test_gelu_float32_error_bound():
     np.testing.assert_array_equal(in_place, _gelu_erf(x))
 
 
+def test_gelu_float32_saturates_beyond_its_fit():
+    """Beyond |x| = 5.75, where float32 Gelu (erf mode) is x, or 0 for negative x, to float32
+    precision, the unclamped polynomial inside tanh keeps its sign and grows: every float32
+    magnitude up to 3.4e38 gives exactly x, or zero."""
+    from irrun.ops.activation import _gelu_erf
+    beyond = np.geomspace(5.75, np.finfo(np.float32).max, 400_001).astype(np.float32)
+    np.testing.assert_array_equal(_gelu_erf(beyond), beyond)
+    np.testing.assert_array_equal(_gelu_erf(-beyond), np.zeros_like(beyond))
+
+
 def test_gelu7_mode_any_case_and_default(tmp_path):
     """OpenVINO writes approximation_mode in upper case; absent, it reads erf."""
     xml = save(unary_model(GELU["v7-tanh"], [4]), tmp_path)
