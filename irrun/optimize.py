@@ -338,14 +338,15 @@ def _channels_last_into_depthwise(plan, steps: list) -> None:
 
 def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
     """Constant MatMul weights stored in the memory layout their GEMM runs fastest with (the same
-    values): [in, out] rows for data of more than FEW_ROWS rows (BLAS's faster layout: 128 x 256 x
-    768 on two cores 213 -> 182 us, for weights PyTorch and OpenVINO's FullyConnected keep as
-    [out, in] and MatMul reads transposed), [out, in] rows for fewer, and for up to 128 rows
-    widened threefold or more, which run weight first (`runs_weight_first`).  Only a weight no other step or Result reads (a Gather of tied
-    embeddings wants its rows contiguous), and data of at least two rows known at load: a vector
-    times the matrix (BLAS's GEMV, an LLM's decoding step) gains nothing and would sum in another
-    order (the GEMMs' products are bit for bit those of the other layout, measured).  The
-    original's mapped pages are released.  Returns how many weights were laid out."""
+    values): [in, out] rows for data of many rows (BLAS's faster layout: 128 x 256 x 768 on two
+    cores 213 -> 182 us, for weights PyTorch and OpenVINO's FullyConnected keep as [out, in] and
+    MatMul reads transposed), [out, in] rows for few (`runs_weight_first`: at most 48, or at most
+    128 widened threefold or more), which run weight first (irrun/ops/matrix.py).  Only a weight
+    no other step or Result reads (a Gather of tied embeddings wants its rows contiguous), and
+    data of at least two rows known at load: a vector times the matrix (BLAS's GEMV, an LLM's
+    decoding step) gains nothing and would sum in another order (the GEMMs' products are bit for
+    bit those of the other layout, measured).  The original's mapped pages are released.
+    Returns how many weights were laid out."""
     readers: dict[int, int] = {}
     for step in steps:
         for s in step.inputs:

@@ -85,7 +85,7 @@ _ERF_CLAMP_F32 = scalar_clamp(-_ERF_SATURATES_F32, _ERF_SATURATES_F32, np.dtype(
 # error.  Within 5.6e-7 of 0.5 x (1 + erf(x / sqrt 2)) over all floats (the CPU plugin's own Gelu
 # is 1.2e-6 off at x = 3.5), in 18 NumPy calls where erf's rational function takes 29: Gelu was a
 # fifth of a BERT encoder's time.  S has no real root and grows with x beyond the fit, so |y| stays
-# above 10.3 there (checked over every float32 magnitude up to 6e37, and S(inf) is inf, not NaN):
+# above 10.3 there (checked over float32 magnitudes up to 3.4e38, and S(inf) is inf, not NaN):
 # x needs no clamp to [-5.75, 5.75] first, whose clip took an eighth of Gelu's time (the same
 # bits).  S's first two coefficients are nearly those of Gelu's tanh mode.  Leading coefficient
 # first.
