@@ -367,7 +367,7 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
         if weight is None or weight.ndim != 2 or weight.dtype.kind != "f" or weight.dtype.itemsize < 4 \
                 or not weight.flags.c_contiguous:
             continue
-        k, n = (weight.shape[::-1] if attrs.transpose_b else weight.shape)
+        k, n = weight.shape[::-1] if attrs.transpose_b else weight.shape
         rows_out_in = runs_weight_first(prod(data.shape[:-1]), k, n)     # [out, in] in memory, row by row
         if rows_out_in == bool(attrs.transpose_b):
             continue                                        # (as stored already)
