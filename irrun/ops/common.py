@@ -206,6 +206,20 @@ def last_axis_sums(x: np.ndarray, scale: float = 1.0) -> np.ndarray:
     return np.matmul(x, _filled_column(x.shape[-1], scale, x.dtype))
 
 
+def last_axis_square_sums(x: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """scale * (x * x).sum(axis=-1, keepdims=True) of float32/float64 data: where x is
+    C-contiguous, one dot product a row (np.vecdot, NumPy 2), no squares written (a layer norm's
+    variance over [128, 256]: 4.0 -> 1.9 us); else the squares' `last_axis_sums` (a row-wise dot
+    over rows strided in memory took 4-10x that)."""
+    if _vecdot is None or not x.flags.c_contiguous:
+        return last_axis_sums(np.multiply(x, x), scale)
+    sums = _vecdot(x, x)[..., None]
+    return np.multiply(sums, x.dtype.type(scale), out=sums)
+
+
+_vecdot = getattr(np, "vecdot", None)
+
+
 @lru_cache(maxsize=64)
 def _filled_column(length: int, value: float, dtype: np.dtype) -> np.ndarray:
     column = np.full((length, 1), value, dtype)

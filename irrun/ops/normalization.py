@@ -31,7 +31,7 @@ from .. import etypes, threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import DimLike, dim_merge, dims_compatible, format_shape
-from .common import last_axis_sums, typed_constant
+from .common import last_axis_square_sums, last_axis_sums, typed_constant
 from .reduction import check_axes_input, normalized_axes
 
 
@@ -89,7 +89,7 @@ def _mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: fl
         centered = np.subtract(x, last_axis_sums(x, 1 / count))
         if not normalize_variance:
             return centered
-        variance = last_axis_sums(np.multiply(centered, centered), 1 / count)
+        variance = last_axis_square_sums(centered, 1 / count)
     else:
         # np.mean's sum and division without its Python-level checks (a third of a small call)
         mean = np.add.reduce(x, axis=axes, keepdims=True)
