@@ -423,3 +423,15 @@ def test_validate_axes_out_of_range(op_type, version, axes, tmp_path):
     assert [(e.code, e.layer.name) for e in problems] == [("E-SHAPE", "the_op")], [e.format() for e in problems]
     assert f"axis {axes[-1]} is out of range for rank 3" in problems[0].message
     assert openvino_refuses(xml) == (op_type != "MVN")
+
+
+def test_mvn6_last_axis_of_rows_laid_out_either_way(tmp_path):
+    """A layer norm over the last axis, of rows contiguous in memory (the variance one dot product
+    a row: `last_axis_square_sums` by np.vecdot) and of rows strided in memory (a Transpose's
+    output is a view: the squares' sums by BLAS), rows far from zero and at unit scale."""
+    x = param([2, 48, 40], name="x")
+    columns = ops1.transpose(x, const([0, 2, 1]))
+    outputs = [ops6.mvn(t, const([-1]), True, 1e-5, mode) for t in (x, columns)
+               for mode in ("inside_sqrt", "outside_sqrt")]
+    compare(model(outputs, [x]), [sample([2, 48, 40], scale=1.0, offset=20.0)], tmp_path)
+    compare(model(outputs, [x]), [sample([2, 48, 40], scale=1.0, offset=0.0)], tmp_path / "unit")
