@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 
@@ -230,8 +231,7 @@ def _halved_lstm_params(p: StepParams) -> StepParams:
 def _lstm_step(gx, states, p: StepParams):
     h, c = states
     if p.halved:
-        y = np.empty(h.shape[:-1] + (1,) + h.shape[-1:], gx.dtype)
-        return _halved_lstm_steps(gx[..., None, :], states, False, p, y)
+        return _halved_lstm_step(gx, states, p)
     gates = gx + h @ p.RT
     if p.peepholes is None and not p.input_forget:
         # f, i and o through their activation in one pass (the candidate's block too, unused):
@@ -313,9 +313,46 @@ def _block_major_recurrence(p: StepParams) -> np.ndarray:
         RT = p.RT
         n = RT.shape[-1] // 4
         blocks = RT.reshape(RT.shape[:-1] + (4, n))[..., _BLOCK_ORDER, :]     # [*dirs, n, 4, n]
-        laid_out = np.ascontiguousarray(np.moveaxis(blocks, -2, -3) * RT.dtype.type(0.5))
+        laid_out = np.ascontiguousarray(np.swapaxes(blocks, -2, -3) * RT.dtype.type(0.5))
         p.block_major_RT = laid_out
     return laid_out
+
+
+def _gate_blocks(p: StepParams) -> np.ndarray:
+    """RT [*dirs, hidden, 4 * hidden] as `_halved_lstm_step` multiplies it: [*dirs, 4, hidden,
+    hidden], the gates' blocks in their own order; made once per StepParams."""
+    laid_out = getattr(p, "gate_blocks_RT", None)
+    if laid_out is None:
+        RT = p.RT
+        n = RT.shape[-1] // 4
+        laid_out = p.gate_blocks_RT = np.ascontiguousarray(np.swapaxes(RT.reshape(RT.shape[:-1] + (4, n)), -2, -3))
+    return laid_out
+
+
+def _halved_lstm_step(gx, states, p: StepParams) -> tuple[np.ndarray, np.ndarray]:
+    """One step of `_halved_lstm_steps` (masked sequences run step by step), its arithmetic on one
+    step's arrays without the loop's buffers, R's blocks in the gates' own order (no copy of gx to
+    reorder it) and not halved again (the state not doubled): the same products, so the same
+    bits.  (A step of 3 rows at hidden size 16: 7.5 us, where the loop of one step takes 13; a
+    masked bidirectional sequence of 40 steps 1362 -> 1283 us against the step before this one.)"""
+    h, c = states
+    n = h.shape[-1]
+    lead = h.shape[:-1]
+    dirs = lead[:p.RT.ndim - 2]
+    d, rows = len(dirs), prod(lead[len(dirs):])
+    one, half = gx.dtype.type(1), gx.dtype.type(0.5)
+    pre = np.matmul(h.reshape(dirs + (1, rows, n)), _gate_blocks(p))                  # [*dirs, 4, rows, n]
+    np.add(gx.reshape(dirs + (rows, 4, n)).transpose(tuple(range(d)) + (d + 1, d, d + 2)), pre, pre)
+    np.tanh(pre, pre)
+    u = np.add(pre, one)                     # f, i and o: 2 sigmoid (their pre-activations halved)
+    c = c.reshape(dirs + (rows, n))
+    c_new = np.multiply(u[..., 0, :, :], c)
+    c_new += np.multiply(u[..., 1, :, :], pre[..., 2, :, :])
+    np.multiply(c_new, half, c_new)
+    h_new = np.tanh(c_new)
+    np.multiply(h_new, u[..., 3, :, :], h_new)
+    np.multiply(h_new, half, h_new)
+    return h_new.reshape(lead + (n,)), c_new.reshape(lead + (n,))
 
 
 def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -331,10 +368,12 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
     n = gx.shape[-1] // 4
     lead = gx.shape[:-2]                        # [*dirs, rows]
     dirs = lead[:p.RT.ndim - 2]
-    rows = int(np.prod(lead[len(dirs):], dtype=np.int64))
+    rows = prod(lead[len(dirs):])
     R = _block_major_recurrence(p)              # [*dirs, 4, n, n]
     by_time = np.empty((steps, 4) + dirs + (1, rows, n), dtype)
-    time_first = np.moveaxis(gx.reshape(dirs + (1, rows, steps, 4, n)), len(dirs) + 2, 0)   # [T, *dirs, 1, rows, 4, n]
+    d = len(dirs)     # (transposes, not np.moveaxis: its Python-level checks took 5 us a call)
+    time_first = gx.reshape(dirs + (1, rows, steps, 4, n)).transpose(
+        (d + 2,) + tuple(range(d + 2)) + (d + 3, d + 4))                   # [T, *dirs, 1, rows, 4, n]
     for k, block in enumerate(_BLOCK_ORDER):
         by_time[:, k] = time_first[..., block, :]
     # every buffer [*dirs, 1, rows, n] a step: a step of ys is then what the next step's product reads
@@ -345,7 +384,7 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
     products = np.empty((2,) + shape, dtype)
     product_c, product_candidate = products[0], products[1]
     c[...] = np.reshape(states[1], shape)
-    pre_by_dirs = np.moveaxis(pre[..., 0, :, :], 0, len(dirs))     # [*dirs, 4, rows, n]: what the product writes
+    pre_by_dirs = pre[..., 0, :, :].transpose(tuple(range(1, d + 1)) + (0, d + 1, d + 2))   # [*dirs, 4, rows, n]
     ys = np.empty((steps,) + shape, dtype)
     hs = list(ys)
     h = np.asarray(states[0], dtype).reshape(shape) * dtype.type(2)
@@ -364,7 +403,7 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
         h = hs[t]
         tanh(c, h)
         multiply(h, u_o, h)
-    halved_ys = np.moveaxis(ys.reshape((steps,) + lead + (n,)), 0, -2)
+    halved_ys = ys.reshape((steps,) + lead + (n,)).transpose(tuple(range(1, len(lead) + 1)) + (0, len(lead) + 1))
     multiply(halved_ys, half, y)
     last = 0 if reverse else steps - 1
     return np.multiply(ys[last], half).reshape(lead + (n,)), c.reshape(lead + (n,)).copy()
