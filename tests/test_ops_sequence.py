@@ -586,3 +586,16 @@ def test_validate_integer_cell_unsupported(tmp_path):
                                         ([4], "I32")], [2, 4], {"hidden_size": "4"}, version="opset1", name="int_rnn")
     errors = irrun.validate(xml).errors
     assert [(e.code, e.layer.name) for e in errors] == [("E-OP-UNSUPPORTED", "int_rnn")], [e.format() for e in errors]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_sequence_of_no_steps_keeps_its_initial_states(kind, direction, tmp_path):
+    """X with 0 time steps (the CPU plugin's TensorIterator refuses it): Y is empty and the final
+    states are the initial ones, as the reference's loop of no steps leaves them (the LSTM's
+    one-loop path included)."""
+    model, feeds = sequence_case(kind, direction, (0, 0), steps=0)
+    got = list(irrun.load(save(model, tmp_path)).infer(feeds).values())
+    assert got[0].shape[2] == 0
+    for final, initial in zip(got[1:], feeds[1:1 + len(got) - 1]):
+        np.testing.assert_array_equal(final, initial)

@@ -405,8 +405,8 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
         multiply(h, u_o, h)
     halved_ys = ys.reshape((steps,) + lead + (n,)).transpose(tuple(range(1, len(lead) + 1)) + (0, len(lead) + 1))
     multiply(halved_ys, half, y)
-    last = 0 if reverse else steps - 1
-    return np.multiply(ys[last], half).reshape(lead + (n,)), c.reshape(lead + (n,)).copy()
+    final_h = np.multiply(ys[0 if reverse else steps - 1], half) if steps else np.multiply(h, half)   # (no steps: h0)
+    return final_h.reshape(lead + (n,)), c.reshape(lead + (n,)).copy()
 
 
 def _masked(lengths: np.ndarray | None, steps: int) -> bool:
