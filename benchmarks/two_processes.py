@@ -87,13 +87,18 @@ def measure(rows, depth, columns, kind, rng):
     expected = out.copy()
     with threadpool_limits(1):
         one_thread = _median_us(whole)
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:                      # the worker: rows [first, last) of each posted task
-            seen = 0
+            seen, idle = 0, 0
             while True:
                 posted = int(control[0])
                 if posted == seen:
+                    idle += 1
+                    if idle % (1 << 20) == 0 and os.getppid() != parent:
+                        os._exit(1)       # (the parent died without stopping it: do not spin on)
                     continue
+                idle = 0
                 seen = posted
                 if control[2]:
                     os._exit(0)
