@@ -339,6 +339,32 @@ def test_lstm_steps_with_default_activations_run_in_one_loop(direction, tmp_path
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("lbr", [False, True])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_gru_steps_with_default_activations_run_in_one_loop(lbr, direction, tmp_path, monkeypatch):
+    """A GRU with the default activations and no clip, every row running every step, runs its
+    steps in one loop over buffers made once (`_gru_steps`): OpenVINO's result, the path taken,
+    and bit for bit the values of `_gru_step` driven one call per step; a clipped GRU does not
+    take the loop."""
+    from irrun.ops import sequence
+    taken = []
+    loop = sequence._gru_steps
+    monkeypatch.setattr(sequence, "_gru_steps", lambda *a: taken.append(1) or loop(*a))
+    model, feeds = sequence_case("GRU", direction, (9, 9, 9), steps=9, lbr=lbr)
+    compare(model, feeds, tmp_path)
+    assert taken
+    xml = save(model, tmp_path / "again.xml")
+    fast = irrun.load(xml).infer(feeds)
+    monkeypatch.setattr(sequence, "recur", _step_by_step(sequence))
+    for a, b in zip(fast.values(), irrun.load(xml).infer(feeds).values()):
+        np.testing.assert_array_equal(a, b)
+    monkeypatch.undo()
+    taken.clear()
+    monkeypatch.setattr(sequence, "_gru_steps", lambda *a: taken.append(1) or loop(*a))
+    compare(*sequence_case("GRU", direction, (9, 9, 9), steps=9, lbr=lbr, clip=0.5), tmp_path / "clipped")
+    assert not taken
+
+
 def _step_by_step(sequence):
     """`recur` without its one-loop LSTM path: `_lstm_step` step by step."""
     def recur(kind, gx, states, lengths, reverse, p):
