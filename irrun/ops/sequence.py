@@ -306,30 +306,57 @@ def recur(kind: CellKind, gx: np.ndarray, states: tuple[np.ndarray, ...], length
 _BLOCK_ORDER = (2, 0, 1, 3)
 
 
+def _blocks_of(RT: np.ndarray) -> np.ndarray:
+    """RT [*dirs, hidden, gates * hidden] as the view [*dirs, gates, hidden, hidden]."""
+    n = RT.shape[-2]
+    return np.swapaxes(RT.reshape(RT.shape[:-1] + (RT.shape[-1] // n, n)), -2, -3)
+
+
 def _block_major_recurrence(p: StepParams) -> np.ndarray:
-    """RT [*dirs, hidden, 4 * hidden] as `_halved_lstm_steps` multiplies it: [*dirs, 4, hidden,
-    hidden] in _BLOCK_ORDER, halved once more (the state it multiplies is carried doubled); made
-    once per StepParams."""
+    """RT as `_halved_lstm_steps` multiplies it: [*dirs, 4, hidden, hidden] in _BLOCK_ORDER, halved
+    once more (the state it multiplies is carried doubled); made once per StepParams."""
     laid_out = getattr(p, "block_major_RT", None)
     if laid_out is None:
-        RT = p.RT
-        n = RT.shape[-1] // 4
-        blocks = RT.reshape(RT.shape[:-1] + (4, n))[..., _BLOCK_ORDER, :]     # [*dirs, n, 4, n]
-        laid_out = np.ascontiguousarray(np.swapaxes(blocks, -2, -3) * RT.dtype.type(0.5))
-        p.block_major_RT = laid_out
+        laid_out = p.block_major_RT = np.ascontiguousarray(
+            _blocks_of(p.RT)[..., _BLOCK_ORDER, :, :] * p.RT.dtype.type(0.5))
     return laid_out
 
 
 def _gate_blocks(p: StepParams) -> np.ndarray:
-    """RT [*dirs, hidden, gates * hidden] as `_halved_lstm_step` and `_gru_steps` multiply it:
-    [*dirs, gates, hidden, hidden], the gates' blocks in their own order; made once per StepParams."""
+    """RT as `_halved_lstm_step` and `_gru_steps` multiply it: [*dirs, gates, hidden, hidden], the
+    gates' blocks in their own order; made once per StepParams."""
     laid_out = getattr(p, "gate_blocks_RT", None)
     if laid_out is None:
-        RT = p.RT
-        n = RT.shape[-2]
-        laid_out = p.gate_blocks_RT = np.ascontiguousarray(
-            np.swapaxes(RT.reshape(RT.shape[:-1] + (RT.shape[-1] // n, n)), -2, -3))
+        laid_out = p.gate_blocks_RT = np.ascontiguousarray(_blocks_of(p.RT))
     return laid_out
+
+
+def _loop_layout(gx: np.ndarray, p: StepParams, order: tuple[int, ...]):
+    """What a loop over gx [*dirs, rows, T, gates * hidden] (`_halved_lstm_steps`, `_gru_steps`)
+    works on: (steps, hidden, lead = [*dirs, rows], dirs, rows, the inputs by time [T, gates,
+    *dirs, 1, rows, hidden] with the gates in `order`, each step's arrays contiguous)."""
+    steps, gates = gx.shape[-2], len(order)
+    n = gx.shape[-1] // gates
+    lead = gx.shape[:-2]
+    dirs = lead[:p.RT.ndim - 2]
+    d, rows = len(dirs), prod(lead[len(dirs):])
+    by_time = np.empty((steps, gates) + dirs + (1, rows, n), gx.dtype)
+    # (transposes, not np.moveaxis: its Python-level checks took 5 us a call)
+    time_first = gx.reshape(dirs + (1, rows, steps, gates, n)).transpose(
+        (d + 2,) + tuple(range(d + 2)) + (d + 3, d + 4))                   # [T, *dirs, 1, rows, gates, n]
+    for k, block in enumerate(order):
+        by_time[:, k] = time_first[..., block, :]
+    return steps, n, lead, dirs, rows, by_time
+
+
+def _write_outputs(ys: np.ndarray, lead: tuple, y: np.ndarray, scale=None) -> None:
+    """y [*lead, T, hidden] = the loop's ys [T, *dirs, 1, rows, hidden] (times `scale`)."""
+    m = len(lead)
+    by_rows = ys.reshape(ys.shape[:1] + lead + ys.shape[-1:]).transpose(tuple(range(1, m + 1)) + (0, m + 1))
+    if scale is None:
+        y[...] = by_rows
+    else:
+        np.multiply(by_rows, scale, y)
 
 
 def _halved_lstm_step(gx, states, p: StepParams) -> tuple[np.ndarray, np.ndarray]:
@@ -367,18 +394,10 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
     end.  Nine NumPy calls a step, each on contiguous memory (the CRNN's 64 steps of two stacked
     directions: 855 -> 743 us, 706 -> 661 us time-major with the calls inlined, 640 -> 560
     block-major).  Writes y; returns (h, c)."""
-    steps, dtype = gx.shape[-2], gx.dtype
-    n = gx.shape[-1] // 4
-    lead = gx.shape[:-2]                        # [*dirs, rows]
-    dirs = lead[:p.RT.ndim - 2]
-    rows = prod(lead[len(dirs):])
+    dtype = gx.dtype
+    steps, n, lead, dirs, rows, by_time = _loop_layout(gx, p, _BLOCK_ORDER)
+    d = len(dirs)
     R = _block_major_recurrence(p)              # [*dirs, 4, n, n]
-    by_time = np.empty((steps, 4) + dirs + (1, rows, n), dtype)
-    d = len(dirs)     # (transposes, not np.moveaxis: its Python-level checks took 5 us a call)
-    time_first = gx.reshape(dirs + (1, rows, steps, 4, n)).transpose(
-        (d + 2,) + tuple(range(d + 2)) + (d + 3, d + 4))                   # [T, *dirs, 1, rows, 4, n]
-    for k, block in enumerate(_BLOCK_ORDER):
-        by_time[:, k] = time_first[..., block, :]
     # every buffer [*dirs, 1, rows, n] a step: a step of ys is then what the next step's product reads
     shape = dirs + (1, rows, n)
     state = np.empty((5,) + shape, dtype)          # c, candidate, f, i, o
@@ -406,8 +425,7 @@ def _halved_lstm_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) 
         h = hs[t]
         tanh(c, h)
         multiply(h, u_o, h)
-    halved_ys = ys.reshape((steps,) + lead + (n,)).transpose(tuple(range(1, len(lead) + 1)) + (0, len(lead) + 1))
-    multiply(halved_ys, half, y)
+    _write_outputs(ys, lead, y, half)
     final_h = np.multiply(ys[0 if reverse else steps - 1], half) if steps else np.multiply(h, half)   # (no steps: h0)
     return final_h.reshape(lead + (n,)), c.reshape(lead + (n,)).copy()
 
@@ -425,16 +443,12 @@ def _gru_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) -> np.nd
     (the same bits), with linear_before_reset's recurrent product made with z's and r's.  Two
     stacked directions of 64 steps at hidden size 128, step by step against this loop: 1058 ->
     818 us (linear_before_reset 1084 -> 753), one direction 652 -> 570.  Writes y; returns h."""
-    steps, dtype = gx.shape[-2], gx.dtype
-    n = gx.shape[-1] // 3
-    lead = gx.shape[:-2]                        # [*dirs, rows]
-    dirs = lead[:p.RT.ndim - 2]
-    d, rows = len(dirs), prod(lead[len(dirs):])
+    dtype = gx.dtype
+    steps, n, lead, dirs, rows, by_time = _loop_layout(gx, p, (0, 1, 2))
+    d = len(dirs)
     shape = dirs + (1, rows, n)
     R = _gate_blocks(p)                         # [*dirs, 3, n, n]
     lbr = p.recurrent_bias is not None
-    by_time = np.ascontiguousarray(gx.reshape(dirs + (1, rows, steps, 3, n)).transpose(
-        (d + 2, d + 3) + tuple(range(d + 2)) + (d + 4,)))                  # [T, 3, *dirs, 1, rows, n]
     gxs = list(by_time)
     pre = np.empty((3,) + shape, dtype)          # z, r, and the candidate's recurrent product
     zr, candidate = pre[:2], pre[2]
@@ -443,7 +457,7 @@ def _gru_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) -> np.nd
     products = (pre if lbr else zr)[..., 0, :, :].transpose(by_dirs)   # what h's product writes
     R_h = R if lbr else R[..., :2, :, :]
     R_candidate = R[..., 2, :, :]                # [*dirs, n, n]
-    bias = None if not lbr else np.reshape(p.recurrent_bias, dirs + (1, 1, n)).astype(dtype)
+    bias = None if not lbr else np.reshape(p.recurrent_bias, dirs + (1, 1, n))
     gated, keep, total = np.empty(shape, dtype), np.empty(shape, dtype), np.empty(shape, dtype)
     ys = np.empty((steps,) + shape, dtype)
     hs = list(ys)
@@ -472,7 +486,7 @@ def _gru_steps(gx, states, reverse: bool, p: StepParams, y: np.ndarray) -> np.nd
         multiply(z, h, total)
         h = hs[t]
         add(keep, total, h)
-    y[...] = ys.reshape((steps,) + lead + (n,)).transpose(tuple(range(1, len(lead) + 1)) + (0, len(lead) + 1))
+    _write_outputs(ys, lead, y)
     return (ys[0 if reverse else steps - 1] if steps else h).reshape(lead + (n,)).copy()
 
 
