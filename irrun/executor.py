@@ -37,7 +37,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import fast_loop, float_errors, threads
+from . import fast_loop, float_errors, process_pair, threads
 from .fast_loop import straight_line
 from .analysis import SINK_TYPES, Analysis, Node
 from .errors import IrrunError, ModelError, ResourceLimitError
@@ -283,6 +283,7 @@ class Plan:
         self.steps, self._program = self.main.steps, self.main.program
         self._program_steps, self._program_results = self.main.program_steps, self.main.results
         self._written_out, self._loop_runs = None, 0
+        self._pair, self._pair_countdown = None, process_pair.PAIR_AFTER_RUNS
 
     def _constant_as_read(self, node: Node, i: int, s: int, read_constant) -> int:
         """The slot of constant input i as `node` reads it: a slot of its own when that differs."""
@@ -550,7 +551,7 @@ class Plan:
                 if watchers:
                     variant = self.variant_for(watchers)
                     self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))
-                else:
+                elif not self._run_paired(slots):
                     self._run_static(slots)
         finally:
             float_errors.restore(quiet)
@@ -590,6 +591,24 @@ class Plan:
                     slots[s] = None
         except Exception as exc:  # noqa: BLE001 - any kernel failure is reported at its layer
             raise self._failed_at(k, exc, slots) from None
+
+    def _run_paired(self, slots: list) -> bool:
+        """The run in two processes (irrun/process_pair.py), once the plan has run
+        PAIR_AFTER_RUNS times in one; False where it runs in one process."""
+        pair = self._pair
+        if pair is None:
+            self._pair_countdown -= 1
+            if self._pair_countdown > 0:
+                return False
+            pair = self._pair = process_pair.pair_for(self) or False
+        if not pair:
+            return False
+        if pair.run(slots):
+            return True
+        if pair.dead:
+            pair.close()
+            self._pair = False
+        return False
 
     def _failed_at(self, k: int, exc: Exception, slots: list) -> IrrunError:
         step = self._program_steps[k]

@@ -204,6 +204,7 @@ class BodyRunner:
         self.expected = {pid: body.nodes[pid].types[0] if body.nodes[pid].types else None for pid in parameters}
         self.layers = body.document.graph.layers
         self.plan = Plan(body, self.results, parameters, memory_limit, optimize=optimize)
+        self.plan._pair = False     # (a body runs inside its parent's run: one process, irrun/process_pair.py)
 
     def __call__(self, feeds: dict[str, np.ndarray], watchers: tuple = (), scope: Scope = TOP) -> dict[str, np.ndarray]:
         for pid, t in self.expected.items():

@@ -1,0 +1,226 @@
+"""Transformers in two processes (irrun/process_pair.py): each large step's rows or columns in
+halves, the second half in a forked worker, against OpenVINO and against the one-process run; a
+worker that dies or fails, a parent that fails, and the cases that stay in one process."""
+from __future__ import annotations
+
+import gc
+import importlib.util
+import os
+import platform
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irrun
+from irrun import process_pair, threads
+from irrun.errors import IrrunError
+
+from .ovutil import assert_blas_close, assert_close, run_openvino
+
+pytestmark = pytest.mark.skipif(
+    not (sys.platform.startswith("linux") and platform.machine().lower() in ("x86_64", "amd64")
+         and threads.available_cpus() >= 2),
+    reason="paired runs need Linux on x86-64 and two CPUs")
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _networks():
+    spec = importlib.util.spec_from_file_location("bench_networks", BENCHMARKS / "networks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# (builder, its arguments): BERT's GEMMs of 64 rows (Q, K, V by rows, the feed-forward
+# up-projection held [out, in] by columns, attention by heads); a ViT of 65 tokens and 3 heads
+# (attention cut along its queries); a sentence encoder of 2 x 17 tokens (every product by columns)
+SMALL = {
+    "bert": ("bert_encoder", dict(seq=64, hidden=128, layers=2, heads=4, vocab=500)),
+    "vit": ("vit", dict(image=128, patch=16, hidden=192, layers=2, heads=3, classes=10)),
+    "sentence": ("bert_encoder", dict(seq=17, hidden=192, layers=2, heads=3, vocab=500, batch=2)),
+}
+
+
+@pytest.fixture
+def paired(monkeypatch):
+    """Pairs from a plan's first run, whatever the environment says."""
+    monkeypatch.setattr(process_pair, "PAIR_AFTER_RUNS", 1)
+    monkeypatch.delenv("IRRUN_PROCESSES", raising=False)
+    before = threads.threads()
+    threads.set_threads(2)
+    yield
+    threads.set_threads(before)
+
+
+def _build(name: str, tmp_path: Path):
+    networks = _networks()
+    builder, arguments = SMALL[name]
+    g = networks.OpenVINOGraph(name)
+    outputs, feeds = getattr(networks, builder)(g, np.random.default_rng(3), **arguments)
+    return g.save(outputs, tmp_path / f"{name}.xml"), feeds
+
+
+def _pair(m: irrun.Model):
+    return m._plan._pair
+
+
+def _both_halves_ran(pair) -> bool:
+    control = pair.control
+    return control[process_pair._PROGRESS[0]] == control[process_pair._PROGRESS[1]] > 0
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_transformers_in_two_processes_match_openvino(name, tmp_path, paired):
+    xml, feeds = _build(name, tmp_path)
+    expected = run_openvino(xml, list(feeds.values()))
+    m = irrun.load(xml)
+    got = [m.infer(feeds) for _ in range(3)]
+    pair = _pair(m)
+    assert pair, "the network should run in two processes"
+    assert _both_halves_ran(pair)
+    kinds = {"columns" if s.by_columns else "rows" for s in pair.splits}
+    assert kinds == {"sentence": {"columns"}}.get(name, {"rows", "columns"})
+    if name == "vit":   # 3 heads of 65 queries: attention cut along the queries
+        assert any(len(s.shape) == 4 and s.axis == 2 for s in pair.splits)
+    one = irrun.load(xml, threads=1).infer(feeds)
+    for outputs in got:
+        for (key, value), e in zip(outputs.items(), expected):
+            assert_close(value, e, what=f"{name} {key}")
+            assert_blas_close(value, one[key], what=f"{name} {key} against one process")
+
+
+def _projection(tmp_path: Path, rows: int) -> Path:
+    """x [1, rows, 256] @ w [256, 1024] + b, Gelu: a network whose result a split step writes."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    rng = np.random.default_rng(5)
+    x = ops.parameter([1, rows, 256], np.float32, name="x")
+    w = ops.constant((rng.standard_normal((256, 1024)) / 16).astype(np.float32))
+    b = ops.constant(rng.standard_normal(1024).astype(np.float32))
+    y = ops.gelu(ops.add(ops.matmul(x, w, False, False), b), "erf")
+    xml = tmp_path / f"projection{rows}.xml"
+    ov.save_model(ov.Model([y], [x]), str(xml))
+    return xml
+
+
+@pytest.mark.parametrize("rows", [40, 160])
+def test_results_outlive_the_next_run(tmp_path, paired, rows):
+    """A result a split step wrote in the shared arena is copied out: the next run does not
+    change it (40 rows: the product by columns, 160: by rows)."""
+    xml = _projection(tmp_path, rows)
+    rng = np.random.default_rng(1)
+    feeds = [{"x": rng.standard_normal((1, rows, 256)).astype(np.float32)} for _ in range(3)]
+    expected = [run_openvino(xml, [f["x"]])[0] for f in feeds]
+    m = irrun.load(xml)
+    got = [m.infer(f)[0] for f in feeds]
+    pair = _pair(m)
+    assert pair and _both_halves_ran(pair)
+    assert pair.splits[-1].by_columns == (rows == 40)
+    for value, e in zip(got, expected):
+        assert_close(value, e)
+
+
+def test_a_dead_worker_leaves_the_parent_alone(tmp_path, paired):
+    xml, feeds = _build("bert", tmp_path)
+    m = irrun.load(xml)
+    expected = m.infer(feeds)
+    pair = _pair(m)
+    os.kill(pair.pid, signal.SIGKILL)
+    for _ in range(3):
+        for key, value in m.infer(feeds).items():
+            assert_blas_close(value, expected[key], what=key)
+    assert _pair(m) is False
+
+
+def test_a_worker_failing_on_its_half_has_the_parent_do_it(tmp_path, paired, monkeypatch):
+    parent = os.getpid()
+    made = process_pair._halves
+
+    def halves(split, out):
+        first, second = made(split, out)
+
+        def failing_in_worker(args):
+            if os.getpid() != parent:
+                raise RuntimeError("worker fails")
+            second(args)
+        return first, failing_in_worker
+    monkeypatch.setattr(process_pair, "_halves", halves)
+    xml, feeds = _build("bert", tmp_path)
+    expected = run_openvino(xml, list(feeds.values()))
+    m = irrun.load(xml)
+    for _ in range(2):
+        got = m.infer(feeds)
+        assert _pair(m)
+        assert pair_failed(m)
+        for value, e in zip(got.values(), expected):
+            assert_close(value, e)
+
+
+def pair_failed(m) -> bool:
+    pair = _pair(m)
+    return pair.control[process_pair._FAILED] == pair.run_number
+
+
+def test_a_failing_parent_names_the_layer_and_the_worker_drops_the_run(tmp_path, paired, monkeypatch):
+    failing = [False]
+    made = process_pair._halves
+
+    def halves(split, out):
+        first, second = made(split, out)
+
+        def sometimes_failing(args):
+            if failing[0]:
+                raise ValueError("parent fails")
+            first(args)
+        return sometimes_failing, second
+    monkeypatch.setattr(process_pair, "_halves", halves)
+    xml, feeds = _build("bert", tmp_path)
+    m = irrun.load(xml)
+    expected = m.infer(feeds)
+    failing[0] = True
+    with pytest.raises(IrrunError, match=r"layer .*parent fails"):
+        m.infer(feeds)
+    failing[0] = False
+    pair = _pair(m)
+    assert pair.control[process_pair._ABORT] == pair.run_number
+    for key, value in m.infer(feeds).items():
+        np.testing.assert_array_equal(value, expected[key])
+    assert _both_halves_ran(pair)
+
+
+def test_the_worker_exits_when_the_model_goes(tmp_path, paired):
+    xml, feeds = _build("bert", tmp_path)
+    m = irrun.load(xml)
+    m.infer(feeds)
+    pid = _pair(m).pid
+    del m
+    gc.collect()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_what_stays_in_one_process(tmp_path, paired, monkeypatch):
+    xml, feeds = _build("bert", tmp_path)
+    monkeypatch.setenv("IRRUN_PROCESSES", "1")
+    m = irrun.load(xml)
+    m.infer(feeds)
+    assert _pair(m) is False
+    monkeypatch.delenv("IRRUN_PROCESSES")
+    m = irrun.load(xml, threads=1)
+    m.infer(feeds)
+    assert _pair(m) is False
+    threads.set_threads(2)
+    m = irrun.load(xml)
+    m.infer(feeds, intermediates=True)
+    assert _pair(m) is None                       # (watched runs do not count towards pairing)
+    # a convolution network: its halves would gain little (the module's text)
+    networks = _networks()
+    g = networks.OpenVINOGraph("resnet")
+    outputs, resnet_feeds = networks.resnet18(g, np.random.default_rng(0))
+    m = irrun.load(g.save(outputs, tmp_path / "resnet.xml"))
+    m.infer(resnet_feeds)
+    assert _pair(m) is False
