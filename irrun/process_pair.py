@@ -90,6 +90,20 @@ _ELEMENTWISE_UNARY = frozenset({"Relu", "Gelu", "Swish", "Sigmoid", "Tanh", "HSw
                                 "Mish", "Exp", "Erf", "Clamp", "Sqrt", "Abs", "Negative"})
 
 
+# forks of this process so far in its line: a pair made before a fork (os.fork, multiprocessing)
+# belongs to the process that made it, its worker not the child's
+_generation = 0
+
+
+def _forked() -> None:
+    global _generation
+    _generation += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
 def wanted() -> bool:
     """Whether paired runs are on for this process (IRRUN_PROCESSES, the platform, the threads)."""
     setting = os.environ.get("IRRUN_PROCESSES", "").strip()
@@ -474,6 +488,7 @@ class Pair:
         self.pid = None
         self.wake = None
         self.dead = False
+        self.generation = _generation
 
     # ------------------------------------------------------------ kernels of split steps
     def _kernel(self, j: int, halves, final, side: int):
@@ -546,7 +561,7 @@ class Pair:
                 os._exit(code)
         os.close(read_end)
         self.pid, self.wake = pid, write_end
-        self._finalizer = weakref.finalize(self, _stop_worker, self.control, pid, write_end)
+        self._finalizer = weakref.finalize(self, _stop_worker, self.control, pid, write_end, self.parent_pid)
         return True
 
     def _serve(self, wake_end: int) -> None:
@@ -602,6 +617,9 @@ class Pair:
             value = slots[s]
             if value.shape != view.shape or value.dtype != view.dtype:
                 return False
+        if self.generation != _generation:
+            self.dead = True            # (a forked copy of the process that made the pair)
+            return False
         if threads.threads() < 2 or not self.lock.acquire(blocking=False):
             return False
         try:
@@ -687,8 +705,11 @@ def _abandoned(k: int, exc: BaseException, slots: list) -> BaseException:
     return exc
 
 
-def _stop_worker(control: np.ndarray, pid: int, wake: int) -> None:
-    """Ask the worker to exit (it reads the flag while spinning, and wakes on the pipe), and reap it."""
+def _stop_worker(control: np.ndarray, pid: int, wake: int, parent: int) -> None:
+    """Ask the worker to exit (it reads the flag while spinning, and wakes on the pipe), and reap it
+    (only in the process that forked it: a forked copy of that process leaves it be)."""
+    if os.getpid() != parent:
+        return
     try:
         control[_STOP] = 1
         os.write(wake, b"s")

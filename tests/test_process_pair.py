@@ -203,6 +203,30 @@ def test_the_worker_exits_when_the_model_goes(tmp_path, paired):
         os.waitpid(pid, os.WNOHANG)
 
 
+def test_a_forked_copy_of_the_process_runs_alone_and_leaves_the_worker_be(tmp_path, paired):
+    """A fork after the pair was made (multiprocessing's default on Linux): the child's runs stay in
+    one process, and its exit does not stop the parent's worker."""
+    xml, feeds = _build("bert", tmp_path)
+    m = irrun.load(xml)
+    expected = m.infer(feeds)
+    pair = _pair(m)
+    out = tmp_path / "child.npy"
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            np.save(out, m.infer(feeds)[0])
+            code = 0 if m._plan._pair is False else 2
+            pair.close()            # (what the child's exit would do, through the pair's finalizer)
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert_blas_close(np.load(out), expected[0])
+    for key, value in m.infer(feeds).items():
+        np.testing.assert_array_equal(value, expected[key])
+    assert _pair(m) is pair and _both_halves_ran(pair) and pair._worker_alive()
+
+
 def test_what_stays_in_one_process(tmp_path, paired, monkeypatch):
     xml, feeds = _build("bert", tmp_path)
     monkeypatch.setenv("IRRUN_PROCESSES", "1")
