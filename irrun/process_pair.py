@@ -667,6 +667,8 @@ def _halves(split: _Split, out: np.ndarray) -> tuple[Callable, Callable]:
     def half(start: int, stop: int) -> Callable:
         cut = (slice(None),) * split.axis + (slice(start, stop),)
         destination = out[cut]
+        if split.by_columns and not np.may_share_memory(destination.reshape(-1, destination.shape[-1]), out):
+            raise ValueError("a half's columns are no view of the buffer")     # (BLAS would write a copy)
         cuts = [(i, (slice(None),) * axis + (slice(start, stop),)) for i, axis in sliced]
 
         def run(args):
@@ -679,6 +681,8 @@ def _halves(split: _Split, out: np.ndarray) -> tuple[Callable, Callable]:
 
 
 def _rebound_without_consuming(plan, step):
+    """The step's kernel bound as if no input died there (both processes run it on the same
+    arena buffers: neither may write over them)."""
     from dataclasses import replace
     bind = getattr(step.op, "bind", None)
     if bind is None:
