@@ -10,8 +10,8 @@ as the whole (a GEMM's rows, an activation's elements): the results are checked 
 
     python benchmarks/two_processes.py
 
-Linux only (fork, MAP_SHARED).  This is a measurement for the design of a two-process executor
-(activations in a shared arena, BLAS on one thread in each process), not something irrun does.
+Linux only (fork, MAP_SHARED).  The measurement behind irrun/process_pair.py, which runs a
+transformer's large steps so (activations in a shared arena, BLAS on one thread in each process).
 """
 from __future__ import annotations
 
