@@ -16,7 +16,8 @@ the parent and the other half in the worker, into a buffer in the shared arena b
 map at the same address; each then waits for the other's half.  A product by a constant weight
 of few rows, or whose weight is held [out, in] (a weight-first product: irrun/ops/matrix.py), is
 cut along the weight's columns instead, each process reading half of the weight
-(`_columns_split`).  The cheap steps between (Transposes, Reshapes, small layer norms, an
+(`_columns_split`); a convolution (a ViT's patches) along its output channels, each half of the
+filter (whole groups of a grouped one) with a kernel bound to it (`_convolution_halves`).  The cheap steps between (Transposes, Reshapes, small layer norms, an
 embedding Gather) run in both processes, which costs no time: the other would wait anyway.
 Each half's arithmetic is a whole step's on fewer rows or columns: the results are the
 one-process results up to a GEMM's rounding.
@@ -33,8 +34,12 @@ one-process results up to a GEMM's rounding.
 * Only where the halves can pay: Linux on x86-64 (fork; the spin-wait relies on x86's ordering
   of stores), two or more threads (`--threads 1` keeps one process), static shapes, no state
   (ReadValue/Assign) or random layers, a BLAS network (`executor.Plan.blas_network`) whose split
-  steps hold most of its multiply-adds.  Convolution networks stay in one process: their
-  Winograd layers in halves on two processes took 0.86-1.08 of their time on two threads.
+  steps hold most of its multiply-adds and leave no large GEMM or convolution whole (it would run
+  on one core in each process where it had two threads: the CRNN's LSTM made it 1.09-1.11x
+  slower).  Convolution networks stay in one process: their Winograd layers in halves on two
+  processes took 0.86-1.08 of their time on two threads, and the YOLO-style net's convolutions
+  cut along their output channels 1.00-1.03x in the machine's fast two-thread state (0.79 in its
+  slow one): each half reads the other process's half of its input.
   Watchers (profile, dump, compare) run in one process.  `IRRUN_PROCESSES=1` turns it off.
 
 Memory: each split step's output has its own place in the arena (reused from run to run, not
@@ -53,7 +58,6 @@ import sys
 import threading
 import warnings
 import weakref
-from dataclasses import dataclass
 from math import prod
 from typing import Callable
 
@@ -61,19 +65,10 @@ import numpy as np
 
 from . import threads
 from .fast_loop import straight_line
+from .split_steps import Split, splits_of
 
 PAIR_AFTER_RUNS = 3
 SPIN_AFTER_RUN_S = 0.005
-# a split step's estimated work (multiply-adds, or elements x passes) below which it runs whole
-# in both processes: a half's hand-off and its slicing cost 3-5 us
-MIN_SPLIT_WORK = 1 << 18
-MIN_SPLIT_MACS = 1 << 18
-# the share of the network's multiply-adds the split steps must hold
-MIN_SPLIT_SHARE = 0.8
-# Rows of data (all leading axes) up to which a product by a constant weight is cut along the
-# weight's columns: each process reads half of the weight (a transformer at sequence 17, batch 2:
-# halves of its 34 rows took 0.65-0.7 of the whole product's time, halves of the columns 0.52)
-FEW_ROWS = 64
 ARENA_MOST_BYTES = 256 << 20
 _ALIGN = 4096
 
@@ -82,13 +77,6 @@ _RUN, _PARKED, _STOP, _ABORT, _FAILED = 0, 1, 2, 3, 4
 _PROGRESS = (8, 16)          # split steps done: the parent's, the worker's
 _CONTROL_WORDS = 32
 _POLL = 0x3FFF               # spins between checks for a dead or parked peer
-
-_UNSHAREABLE = frozenset({"ReadValue", "Assign", "RandomUniform", "Multinomial"})
-_ROW_WISE = {"Softmax": 4.0, "LogSoftmax": 4.0, "MVN": 4.0}
-_ELEMENTWISE_BINARY = frozenset({"Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum"})
-_ELEMENTWISE_UNARY = frozenset({"Relu", "Gelu", "Swish", "Sigmoid", "Tanh", "HSwish", "HSigmoid",
-                                "Mish", "Exp", "Erf", "Clamp", "Sqrt", "Abs", "Negative"})
-
 
 # forks of this process so far in its line: a pair made before a fork (os.fork, multiprocessing)
 # belongs to the process that made it, its worker not the child's
@@ -114,319 +102,6 @@ def wanted() -> bool:
             and threads.threads() >= 2 and threads.available_cpus() >= 2)
 
 
-# ---------------------------------------------------------------- which steps split
-
-@dataclass
-class _Split:
-    """A step run in halves: `compute(inputs, destination)` on each half's views of them."""
-
-    position: int                   # its entry in the program
-    shape: tuple                    # the rows' shape: the output before any trailing Reshape
-    final_shape: tuple              # the output's shape
-    axis: int                       # the axis cut in two
-    sliced: dict                    # step input position -> the axis of it cut alongside
-                                    # (its halves: views, of any strides, of each operand and the buffer)
-    compute: Callable               # compute(inputs of half h, destination of half h)
-    offset: int = 0                 # in the arena
-    nbytes: int = 0
-    by_columns: bool = False        # its buffer holds the rows' shape column-major (a weight-first GEMM's)
-
-
-def _rows_axis(shape: tuple) -> int | None:
-    """The axis cut in halves: of the axes before the last, the one of size above 1 that halves
-    most evenly (the outermost of those that do): a ViT's 3 heads of 197 queries are cut along the
-    queries, BERT's 4 heads of 128 along the heads."""
-    axes = [a for a, n in enumerate(shape[:-1]) if n > 1] or ([0] if len(shape) == 1 and shape[0] > 1 else [])
-    if not axes:
-        return None
-    return min(axes, key=lambda a: (shape[a] % 2 / shape[a], a))
-
-
-def _broadcast_axis(side_shape: tuple, shape: tuple, axis: int) -> int | None | bool:
-    """Where an operand broadcasting to `shape` is cut alongside `axis`: its axis (cut), None (read
-    whole: it does not vary along `axis`), False (it broadcasts otherwise: not splittable)."""
-    if len(side_shape) > len(shape):
-        return False
-    at = axis - (len(shape) - len(side_shape))
-    if at < 0 or side_shape[at] == 1:
-        return None
-    return at if side_shape[at] == shape[axis] else False
-
-
-def _matmul_slices(op, a_shape: tuple, b_shape: tuple, out_shape: tuple, axis: int, b_constant: bool):
-    """{input: axis} for a MatMul whose output is cut along `axis`, or None where rows of output do
-    not come from rows of its inputs alone."""
-    rank = len(out_shape)
-    if len(a_shape) != rank or axis >= rank - 1 or (op.attrs.transpose_a and axis >= rank - 2):
-        return None
-    sliced = {0: axis}
-    if axis < rank - 2 and len(b_shape) == rank and b_shape[axis] != 1:
-        if b_constant or b_shape[axis] != out_shape[axis]:
-            return None
-        sliced[1] = axis
-    return sliced
-
-
-def _matmul_compute(transpose_a: bool, transpose_b: bool) -> Callable:
-    """compute(args, out) of a MatMul's rows (or batches): the product written into the arena."""
-    matmul = np.matmul
-
-    def compute(args, out):
-        a, b = args[0], args[1]
-        if transpose_a:
-            a = a.swapaxes(-1, -2)
-        if transpose_b:
-            b = b.swapaxes(-1, -2)
-        matmul(a, b, out=out)
-    return compute
-
-
-def _row_wise_compute(plan, step, kind: str) -> Callable | None:
-    """compute(args) -> rows (a new array), or compute(args, out) writing them, for a row-wise layer;
-    (function, writes) or None."""
-    op = step.op
-    if kind == "Softmax":
-        from .ops.activation import _softmax_into
-        axis = op.attrs.axis
-
-        def softmax(args, out):
-            _softmax_into(args[0], out, axis % args[0].ndim)
-        return softmax, True
-    if kind == "MVN" and len(step.inputs) == 2:
-        from .ops.normalization import _mvn
-        from .ops.reduction import normalized_axes
-        axes_value = plan.constants.get(step.inputs[1])
-        if axes_value is None:
-            return None
-        attrs = op.attrs
-        variance, eps, inside = attrs.normalize_variance, attrs.eps, attrs.eps_mode == "inside_sqrt"
-
-        def mvn(args):
-            x = args[0]
-            return _mvn(x, normalized_axes(axes_value, x.ndim, "MVN axis"), variance, eps, inside)
-        return mvn, False
-    run = op.run
-    return (lambda args: run(*args)), False
-
-
-def _split_step(plan, k: int, step) -> _Split | None:
-    """The split form of program entry k, or None where it runs whole in both processes."""
-    from .optimize import FusedChain, _chain        # (optimize imports the executor's layer)
-    info = plan.step_info(step)
-    if len(step.outputs) != 1 or info.outputs[0] is None:
-        return None
-    op = step.op
-    final = op.nodes[-1].types[0] if isinstance(op, FusedChain) else info.outputs[0]
-    if final.etype.name != "f32" or final.shape is None or not all(isinstance(n, int) for n in final.shape):
-        return None
-    shapes = [t.shape if t is not None else None for t in info.inputs]
-    if any(s is None or not all(isinstance(n, int) for n in s) for s in shapes):
-        return None
-    constant = [s in plan.constants for s in step.inputs]
-    if isinstance(op, FusedChain):
-        return _split_chain(plan, k, step, op, final, info, shapes, constant, _chain)
-    kind = step.node.layer.op_type
-    shape = tuple(final.shape)
-    axis = _rows_axis(shape)
-    if axis is None or not _all_f32(info):
-        return None
-    if kind == "MatMul" and len(step.inputs) == 2:
-        sliced = _matmul_slices(op, shapes[0], shapes[1], shape, axis, constant[1])
-        if sliced is None or constant[1] or prod(shape) * shapes[0][-2 if op.attrs.transpose_a else -1] < MIN_SPLIT_MACS:
-            return None
-        return _Split(k, shape, shape, axis, sliced, _matmul_compute(op.attrs.transpose_a, op.attrs.transpose_b))
-    sliced = _row_wise_slices(plan, step, kind, shapes, shape, axis)
-    if sliced is None or prod(shape) * _ROW_WISE.get(kind, 1.0) < MIN_SPLIT_WORK:
-        return None
-    found = _row_wise_compute(plan, step, kind)
-    if found is None:
-        return None
-    rows, writes = found
-    if writes:
-        return _Split(k, shape, shape, axis, sliced, rows)
-    copyto = np.copyto
-
-    def compute(args, out):
-        copyto(out, rows(args))
-    return _Split(k, shape, shape, axis, sliced, compute)
-
-
-def _all_f32(info) -> bool:
-    return all(t is None or t.value is not None or t.etype.name == "f32" for t in info.inputs)
-
-
-def _row_wise_slices(plan, step, kind: str, shapes: list, shape: tuple, axis: int) -> dict | None:
-    """{input: axis} for a layer whose output rows come from the same rows of its data alone."""
-    if kind in ("Softmax", "LogSoftmax"):
-        along = step.op.attrs.axis
-        if (along + len(shape) if along < 0 else along) == axis or tuple(shapes[0]) != shape:
-            return None
-        return {0: axis}
-    if kind == "MVN":
-        if tuple(shapes[0]) != shape or len(step.inputs) != 2:
-            return None
-        axes = plan.constants.get(step.inputs[1])
-        if axes is None or any((int(a) + len(shape) if a < 0 else int(a)) == axis for a in np.ravel(axes)):
-            return None
-        return {0: axis}
-    if kind in _ELEMENTWISE_UNARY and len(step.inputs) == 1:
-        return {0: axis} if tuple(shapes[0]) == shape else None
-    if kind in _ELEMENTWISE_BINARY:
-        sliced = {}
-        for i, s in enumerate(shapes):
-            at = _broadcast_axis(tuple(s), shape, axis)
-            if at is False:
-                return None
-            if at is not None:
-                sliced[i] = at
-        return sliced or None
-    return None
-
-
-def _sides_sliced(stages, shapes: list, shape: tuple, axis: int) -> dict | None:
-    sliced: dict = {}
-    for stage in stages:
-        if stage.kind == "binary":
-            at = _broadcast_axis(tuple(shapes[stage.side]), shape, axis)
-            if at is False:
-                return None
-            if at is not None:
-                sliced[stage.side] = at
-    return sliced
-
-
-def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: list, make_chain) -> _Split | None:
-    """A fused step (irrun/optimize.py) in halves: its head (a MatMul, or a row-wise layer such as
-    MVN) on the rows, then its chain on them; a trailing Reshape is the arena's view.  A product
-    of few rows by a constant weight is cut along the weight's columns instead."""
-    stages = list(op.stages)
-    while stages and stages[-1].kind == "reshape":
-        stages.pop()
-    if any(s.kind == "reshape" for s in stages):
-        return None
-    last = stages[-1].node if stages else op.head_step.node
-    shape = tuple(last.types[0].shape)
-    if prod(shape) != prod(final.shape) or any(
-            s.node.types[0].shape is None or tuple(s.node.types[0].shape) != shape for s in stages):
-        return None
-    axis = _rows_axis(shape)
-    if axis is None or not _all_f32(info) or any(s.kind not in ("unary", "binary", "none") for s in stages):
-        return None
-    operands = op._operands()
-    cost = sum(s.cost for s in stages)
-    sides = operands[1:]
-    copyto = np.copyto
-    final_shape = tuple(final.shape)
-    if not op.head:
-        data = operands[0]
-        sliced = _sides_sliced(stages, shapes, shape, axis)
-        if sliced is None or tuple(shapes[data]) != shape or prod(shape) * cost < MIN_SPLIT_WORK:
-            return None
-        sliced[data] = axis
-        chain = make_chain(stages, operands, False, op._fail)
-
-        def compute(args, out):
-            chain(args[data], *[args[p] for p in sides], out)
-        return _Split(k, shape, final_shape, axis, sliced, compute)
-    head = op.head_step
-    n_head = len(head.inputs)
-    kind = head.node.layer.op_type
-    if kind == "MatMul":
-        a_shape, b_shape = shapes[0], shapes[1]
-        depth = a_shape[-2 if head.op.attrs.transpose_a else -1]
-        if prod(shape) * depth < MIN_SPLIT_MACS:
-            return None
-        if constant[1] and len(b_shape) == 2 and not head.op.attrs.transpose_a and shape[-1] >= 2 \
-                and _by_columns(plan.constants[step.inputs[1]], head.op.attrs.transpose_b, prod(shape[:-1])):
-            return _columns_split(k, op, stages, operands, shapes, shape, final_shape, make_chain, head, depth)
-        head_sliced = _matmul_slices(head.op, a_shape, b_shape, shape, axis, constant[1])
-        if head_sliced is None:
-            return None
-        head_run, head_writes = _matmul_compute(head.op.attrs.transpose_a, head.op.attrs.transpose_b), True
-    else:
-        head_sliced = _row_wise_slices(plan, head, kind, shapes[:n_head], shape, axis)
-        if head_sliced is None or prod(shape) * (_ROW_WISE.get(kind, 1.0) + cost) < MIN_SPLIT_WORK:
-            return None
-        found = _row_wise_compute(plan, head, kind)
-        if found is None:
-            return None
-        head_run, head_writes = found
-    sliced = _sides_sliced(stages, shapes, shape, axis)
-    if sliced is None:
-        return None
-    sliced.update(head_sliced)
-    chain = make_chain(stages, operands, head_writes, op._fail) if stages else None
-
-    def compute(args, out):
-        if head_writes:
-            head_run(args[:n_head], out)
-            x = out
-        else:
-            x = head_run(args[:n_head])
-        if chain is not None:
-            chain(x, *[args[p] for p in sides], out)
-        elif x is not out:
-            copyto(out, x)
-    return _Split(k, shape, final_shape, axis, sliced, compute)
-
-
-def _by_columns(weight: np.ndarray, transpose_b: bool, rows: int) -> bool:
-    """Whether a product by this constant weight is cut along its columns: few rows, or a weight
-    held [out, in] row by row (irrun/optimize.py lays it out so for weight-first products).  Rows
-    of x against such a weight read transposed are BLAS's slow case (64 x 256 @ [1024, 256].T:
-    227 against 151 us weight first); [in, out] weights of many rows are cut along the rows (all
-    of BERT's products by columns made it 1.08x slower, these two ways 0.88-0.91x)."""
-    out_in = weight if transpose_b else weight.T
-    return rows <= FEW_ROWS or out_in.flags.c_contiguous
-
-
-def _columns_split(k: int, op, stages, operands, shapes: list, shape: tuple, final_shape: tuple, make_chain,
-                   head, depth: int) -> _Split | None:
-    """A product by a constant weight cut along the weight's columns, each half weight first
-    (out [n, rows] = w [n, in] @ x.T, BLAS writing the arena directly), the buffer column-major
-    as irrun/ops/matrix.py's `weight_first` leaves it; the chain then runs in place on it."""
-    axis = len(shape) - 1
-    sliced = _sides_sliced(stages, shapes, shape, axis)
-    if sliced is None or 0 in sliced:
-        return None
-    transpose_b = head.op.attrs.transpose_b
-    sliced[1] = 0 if transpose_b else 1
-    chain = make_chain(stages, operands, True, op._fail) if stages else None
-    sides, matmul = operands[1:], np.matmul
-
-    def compute(args, out):
-        w = args[1]
-        matmul(w if transpose_b else w.T, args[0].reshape(-1, depth).T, out=out.reshape(-1, out.shape[-1]).T)
-        if chain is not None:
-            chain(out, *[args[p] for p in sides], out)
-    return _Split(k, shape, final_shape, axis, sliced, compute, by_columns=True)
-
-
-def _step_macs(plan, step) -> int:
-    macs = plan._layer_macs
-    members = step.members or (step.node,)
-    return sum(macs.get(n.id, 0) for n in members)
-
-
-def splits_of(plan) -> list[_Split] | None:
-    """The plan's split steps, or None where it is better run in one process."""
-    steps = plan._program_steps
-    if not plan.blas_network or any(step.check is not None for step in steps):
-        return None
-    for step in steps:
-        members = step.members or (step.node,)
-        if any(n.layer.op_type in _UNSHAREABLE for n in members):
-            return None
-    splits = [s for s in (_split_step(plan, k, step) for k, step in enumerate(steps)) if s is not None]
-    total = sum(plan._layer_macs.values())
-    split_macs = sum(_step_macs(plan, steps[s.position]) for s in splits)
-    if not splits or total <= 0 or split_macs < MIN_SPLIT_SHARE * total:
-        return None
-    return splits
-
-
-# ---------------------------------------------------------------- the pair
-
 class _Abandon(Exception):
     """The worker drops the run (its parent failed, or it did)."""
 
@@ -434,7 +109,7 @@ class _Abandon(Exception):
 class Pair:
     """A plan's worker process and the programs the two processes run (see the module's text)."""
 
-    def __init__(self, plan, splits: list[_Split]):
+    def __init__(self, plan, splits: list[Split]):
         self.splits = splits
         steps = plan._program_steps
         offset = _ALIGN
@@ -650,7 +325,7 @@ class Pair:
             self._finalizer()
 
 
-def _arena_view(arena, split: _Split) -> np.ndarray:
+def _arena_view(arena, split: Split) -> np.ndarray:
     """The split step's buffer in the arena, in its rows' shape."""
     if not split.by_columns:
         return np.ndarray(split.shape, np.float32, arena, split.offset)
@@ -658,13 +333,14 @@ def _arena_view(arena, split: _Split) -> np.ndarray:
     return np.ndarray((columns, split.nbytes // 4 // columns), np.float32, arena, split.offset).T.reshape(split.shape)
 
 
-def _halves(split: _Split, out: np.ndarray) -> tuple[Callable, Callable]:
+def _halves(split: Split, out: np.ndarray) -> tuple[Callable, Callable]:
     """(first half, second half): each computes its rows of the split step into `out`."""
     n = split.shape[split.axis]
-    middle = n // 2
-    compute, sliced = split.compute, sorted(split.sliced.items())
+    middle = n // 2 if split.middle is None else split.middle
+    sliced = sorted(split.sliced.items())
 
     def half(start: int, stop: int) -> Callable:
+        compute = split.computes[start > 0] if split.computes else split.compute
         cut = (slice(None),) * split.axis + (slice(start, stop),)
         destination = out[cut]
         if split.by_columns and not np.may_share_memory(destination.reshape(-1, destination.shape[-1]), out):
@@ -691,7 +367,7 @@ def _rebound_without_consuming(plan, step):
     return bind(info) or step.op.run
 
 
-def _needed_by(steps: list, splits: list[_Split]) -> list[int]:
+def _needed_by(steps: list, splits: list[Split]) -> list[int]:
     """The program entries the worker runs: those its split steps' inputs come from."""
     last = splits[-1].position
     positions = {s.position for s in splits}

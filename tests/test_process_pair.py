@@ -84,8 +84,9 @@ def test_transformers_in_two_processes_match_openvino(name, tmp_path, paired):
     assert _both_halves_ran(pair)
     kinds = {"columns" if s.by_columns else "rows" for s in pair.splits}
     assert kinds == {"sentence": {"columns"}}.get(name, {"rows", "columns"})
-    if name == "vit":   # 3 heads of 65 queries: attention cut along the queries
+    if name == "vit":   # 3 heads of 65 queries: attention cut along the queries; patches by channels
         assert any(len(s.shape) == 4 and s.axis == 2 for s in pair.splits)
+        assert any(s.computes for s in pair.splits)
     one = irrun.load(xml, threads=1).infer(feeds)
     for outputs in got:
         for (key, value), e in zip(outputs.items(), expected):
@@ -122,6 +123,34 @@ def test_results_outlive_the_next_run(tmp_path, paired, rows):
     assert pair.splits[-1].by_columns == (rows == 40)
     for value, e in zip(got, expected):
         assert_close(value, e)
+
+
+@pytest.mark.parametrize("groups", [1, 3, 4])
+def test_convolutions_cut_along_their_output_channels(tmp_path, paired, groups):
+    """A convolution (grouped: by whole groups, 3 of them cut 1 | 2) with its bias and Relu, each
+    half of the filter with a kernel bound to it, then a product by rows: against OpenVINO."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    rng = np.random.default_rng(groups)
+    channels = 48
+    x = ops.parameter([1, channels, 16, 16], np.float32, name="x")
+    w = (rng.standard_normal((groups, channels // groups, channels // groups, 3, 3)) / 12).astype(np.float32)
+    conv = ops.group_convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1]) if groups > 1 else \
+        ops.convolution(x, ops.constant(w[0]), [1, 1], [1, 1], [1, 1], [1, 1])
+    y = ops.relu(ops.add(conv, ops.constant(rng.standard_normal((1, channels, 1, 1)).astype(np.float32))))
+    y = ops.reshape(y, ops.constant(np.array([1, channels, 256], np.int64)), False)
+    y = ops.matmul(y, ops.constant((rng.standard_normal((256, 512)) / 16).astype(np.float32)), False, False)
+    xml = tmp_path / "convolution.xml"
+    ov.save_model(ov.Model([y], [x]), str(xml))
+    feeds = {"x": rng.standard_normal((1, channels, 16, 16)).astype(np.float32)}
+    expected = run_openvino(xml, [feeds["x"]])[0]
+    m = irrun.load(xml)
+    got = m.infer(feeds)[0]
+    pair = _pair(m)
+    assert pair and _both_halves_ran(pair)
+    convolution = [s for s in pair.splits if s.computes]
+    assert len(convolution) == 1 and convolution[0].middle == {1: 24, 3: 16, 4: 24}[groups]
+    assert_close(got, expected)
 
 
 def test_a_dead_worker_leaves_the_parent_alone(tmp_path, paired):
@@ -247,4 +276,10 @@ def test_what_stays_in_one_process(tmp_path, paired, monkeypatch):
     outputs, resnet_feeds = networks.resnet18(g, np.random.default_rng(0))
     m = irrun.load(g.save(outputs, tmp_path / "resnet.xml"))
     m.infer(resnet_feeds)
+    assert _pair(m) is False
+    # a network whose LSTM would run whole on one core in each process instead of two threads in one
+    g = networks.OpenVINOGraph("crnn")
+    outputs, crnn_feeds = networks.crnn(g, np.random.default_rng(0))
+    m = irrun.load(g.save(outputs, tmp_path / "crnn.xml"))
+    m.infer(crnn_feeds)
     assert _pair(m) is False
