@@ -545,14 +545,16 @@ class Plan:
             slots[s] = feeds[pid]
         quiet = float_errors.ignore()
         try:
-            with (threads.network_parts() if self.convolution_network else
-                  threads.parts_off() if self.blas_network else
-                  threads.elementwise_whole() if self.convolutions_wake_blas else _NO_CHANGE):
-                if watchers:
-                    variant = self.variant_for(watchers)
-                    self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))
-                elif not self._run_paired(slots):
-                    self._run_static(slots)
+            # (a paired run sets its own threads: none of the pool's, BLAS on one)
+            if watchers or not self._run_paired(slots):
+                with (threads.network_parts() if self.convolution_network else
+                      threads.parts_off() if self.blas_network else
+                      threads.elementwise_whole() if self.convolutions_wake_blas else _NO_CHANGE):
+                    if watchers:
+                        variant = self.variant_for(watchers)
+                        self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))
+                    else:
+                        self._run_static(slots)
         finally:
             float_errors.restore(quiet)
         return [slots[s] for s in (self.result_slots if watchers else self._program_results)]

@@ -15,9 +15,9 @@ same rows of its data (`_split_step` checks it op by op).  Such a step writes ha
 the parent and the other half in the worker, into a buffer in the shared arena both processes
 map at the same address; each then waits for the other's half.  A product by a constant weight
 of few rows, or whose weight is held [out, in] (a weight-first product: irrun/ops/matrix.py), is
-cut along the weight's columns instead, each process reading half of the weight
-(`_columns_split`); a convolution (a ViT's patches) along its output channels, each half of the
-filter (whole groups of a grouped one) with a kernel bound to it (`_convolution_halves`).  The cheap steps between (Transposes, Reshapes, small layer norms, an
+cut along the weight's columns instead, each process reading half of the weight; a convolution
+along its output rows, so that each process keeps its rows from layer to layer
+(irrun/split_steps.py).  The cheap steps between (Transposes, Reshapes, small layer norms, an
 embedding Gather) run in both processes, which costs no time: the other would wait anyway.
 Each half's arithmetic is a whole step's on fewer rows or columns: the results are the
 one-process results up to a GEMM's rounding.
@@ -33,13 +33,13 @@ one-process results up to a GEMM's rounding.
   layer as a one-process run does, and the worker drops that run.
 * Only where the halves can pay: Linux on x86-64 (fork; the spin-wait relies on x86's ordering
   of stores), two or more threads (`--threads 1` keeps one process), static shapes, no state
-  (ReadValue/Assign) or random layers, a BLAS network (`executor.Plan.blas_network`) whose split
-  steps hold most of its multiply-adds and leave no large GEMM or convolution whole (it would run
-  on one core in each process where it had two threads: the CRNN's LSTM made it 1.09-1.11x
-  slower).  Convolution networks stay in one process: their Winograd layers in halves on two
-  processes took 0.86-1.08 of their time on two threads, and the YOLO-style net's convolutions
-  cut along their output channels 1.00-1.03x in the machine's fast two-thread state (0.79 in its
-  slow one): each half reads the other process's half of its input.
+  (ReadValue/Assign) or random layers, a network whose GEMMs run on BLAS's threads (a
+  `blas_network`, or one whose `convolutions_wake_blas`: irrun/executor.py) whose split steps
+  hold most of its multiply-adds and leave no large GEMM or convolution whole (it would run on
+  one core in each process where it had two threads: the CRNN's LSTM made it 1.09-1.11x slower).
+  Convolution networks, whose convolutions run in parts on irrun's pool, stay in one process:
+  their Winograd layers in halves on two processes took 0.86-1.08 of their time on two threads
+  (ResNet-18 paired 0.96-1.04x).
   Watchers (profile, dump, compare) run in one process.  `IRRUN_PROCESSES=1` turns it off.
 
 Memory: each split step's output has its own place in the arena (reused from run to run, not
@@ -310,7 +310,8 @@ class Pair:
             if control[_PARKED]:
                 self._wake()
             try:
-                with threads.single_threaded_blas():
+                # (no parts on irrun's pool either: its threads would take the core the worker has)
+                with threads.parts_off(), threads.single_threaded_blas():
                     self.parent_run(slots)
             except BaseException:
                 control[_ABORT] = self.run_number

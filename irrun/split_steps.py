@@ -4,9 +4,11 @@ half is computed.
 A step splits where each row of its output (along one axis) depends only on the same rows of its
 data: a MatMul's rows or batches, softmax's and a layer norm's rows, an elementwise chain's
 elements; a product by a constant weight of few rows, or held [out, in] for a weight-first GEMM,
-along the weight's columns; a convolution along its output channels (whole groups of a grouped
-one), each half of the filter with a kernel bound to it.  `splits_of` says which steps of a plan
-split, or that the plan runs in one process.
+along the weight's columns; a convolution along its output rows (each half reading the rows its
+window needs, padded only at the data's edge), or, with one row, along its output channels
+(whole groups of a grouped one); each half of a convolution has a kernel bound to its shapes as
+the layer's own is (Winograd's transformed filter, im2col's laid-out one).  `splits_of` says
+which steps of a plan split, or that the plan runs in one process.
 """
 from __future__ import annotations
 
@@ -134,6 +136,16 @@ def _row_wise_compute(plan, step, kind: str) -> Callable | None:
 _CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 
 
+def _convolution_cut(plan, head, shape: tuple):
+    """(axis, where the halves meet, (first half's kernel, second's)) of a convolution: along its
+    output rows where it has two or more, else along its output channels."""
+    found = _convolution_row_halves(plan, head, shape)
+    if found is not None:
+        return (2,) + found
+    found = _convolution_halves(plan, head, shape)
+    return None if found is None else (1,) + found
+
+
 def _convolution_halves(plan, head, shape: tuple):
     """(where the output's channels are cut, (first half's kernel, second's)) for a convolution by
     a constant filter: each half of the filter's output channels (of its groups, for a grouped
@@ -170,7 +182,54 @@ def _convolution_halves(plan, head, shape: tuple):
     return cut * per_unit, tuple(kernels)
 
 
-def _convolution_kernel(bound, weight: np.ndarray, channels: tuple | None) -> Callable:
+def _convolution_row_halves(plan, head, shape: tuple):
+    """(where the output's rows are cut, (first half's kernel, second's)) for a convolution by a
+    constant filter cut along its first spatial axis: each half reads its rows of the data and
+    the few beyond them its window needs, with the layer's padding where its rows meet the
+    data's edge and none inside, through a kernel bound to that half's shapes as the layer's own
+    would be (Winograd, im2col, pointwise); None where it cannot be cut so.
+    kernel(args) -> that half's output rows (a new array)."""
+    import copy
+    from .executor import StepInfo
+    from .ops.window import effective_kernel, resolve_pads
+    from .registry import TensorType
+    op = head.op
+    weight = plan.constants.get(head.inputs[1])
+    data = plan.analysis.type_of(head.node.inputs[0])
+    if weight is None or data is None or data.etype.name != "f32" or weight.dtype != np.float32 \
+            or len(head.inputs) != 2 or op.run_replaced() or getattr(op, "channels_last_output", False) \
+            or getattr(op, "transposed", False) or len(shape) < 3 or shape[2] < 2 or data.shape is None:
+        return None
+    rank = len(shape) - 2
+    geo = op.geometry(rank)
+    taps = weight.shape[-rank:]
+    begin, end = resolve_pads(data.shape[2:], taps, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
+                              geo.auto_pad)
+    stride, reach, height = geo.strides[0], effective_kernel(taps[0], geo.dilations[0]), data.shape[2]
+    middle = shape[2] // 2
+    kernels = []
+    for first, stop in ((0, middle), (middle, shape[2])):
+        lo, hi = first * stride - begin[0], (stop - 1) * stride - begin[0] + reach
+        rows = (max(lo, 0), min(hi, height))
+        half = copy.copy(op)
+        half.attrs = op.attrs.replaced({"pads_begin": (rows[0] - lo, *begin[1:]), "pads_end": (hi - rows[1], *end[1:]),
+                                        "auto_pad": "explicit"})
+        x_shape = (*data.shape[:2], rows[1] - rows[0], *data.shape[3:])
+        out_shape = (*shape[:2], stop - first, *shape[3:])
+        info = StepInfo([TensorType(x_shape, data.etype), TensorType(weight.shape, data.etype, weight)],
+                        [TensorType(out_shape, data.etype)], frozenset(), (True,), None)
+        bound = half.bind(info) or half.run
+        kernels.append(_convolution_kernel(bound, weight, None, rows))
+    return middle, tuple(kernels)
+
+
+def _convolution_kernel(bound, weight: np.ndarray, channels: tuple | None, rows: tuple | None = None) -> Callable:
+    if rows is not None:
+        def rows_kernel(args):
+            y = bound(args[0][:, :, rows[0]:rows[1]], weight)
+            return y[0] if type(y) is tuple else y
+        return rows_kernel
+
     def kernel(args):
         x = args[0] if channels is None else args[0][:, channels[0]:channels[1]]
         y = bound(x, weight)
@@ -199,14 +258,13 @@ def _split_step(plan, k: int, step) -> Split | None:
     axis = _rows_axis(shape)
     if axis is None or not _all_f32(info):
         return None
-    if kind in _CONVOLUTIONS:       # (cut along the output channels, however many)
-        axis = 1
+    if kind in _CONVOLUTIONS:
         if _step_macs(plan, step) < MIN_SPLIT_MACS:
             return None
-        found = _convolution_halves(plan, step, shape)
+        found = _convolution_cut(plan, step, shape)
         if found is None:
             return None
-        middle, kernels = found
+        axis, middle, kernels = found
         copyto = np.copyto
         computes = tuple((lambda args, out, _kernel=kernel: copyto(out, _kernel(args))) for kernel in kernels)
         return Split(k, shape, shape, axis, {}, None, middle=middle, computes=computes)
@@ -317,9 +375,8 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
     head = op.head_step
     n_head = len(head.inputs)
     kind = head.node.layer.op_type
-    if kind in _CONVOLUTIONS:       # (cut along the output channels, however many)
-        return _split_convolution_chain(plan, k, step, op, stages, operands, shapes, shape, final_shape, 1,
-                                        make_chain)
+    if kind in _CONVOLUTIONS:
+        return _split_convolution_chain(plan, k, step, op, stages, operands, shapes, shape, final_shape, make_chain)
     if kind == "MatMul":
         a_shape, b_shape = shapes[0], shapes[1]
         depth = a_shape[-2 if head.op.attrs.transpose_a else -1]
@@ -359,17 +416,19 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
     return Split(k, shape, final_shape, axis, sliced, compute)
 
 
-def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, shape, final_shape, axis,
+def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, shape, final_shape,
                              make_chain) -> Split | None:
-    """A convolution and its chain (bias, activation, residual) in halves of its output channels."""
+    """A convolution and its chain (bias, activation, residual) in halves (`_convolution_cut`)."""
     from .optimize import FusedChain
     if type(op) is not FusedChain or _step_macs(plan, step) < MIN_SPLIT_MACS:
         return None
-    sliced = _sides_sliced(stages, shapes, shape, axis)
-    found = _convolution_halves(plan, op.head_step, shape)
-    if sliced is None or found is None:
+    found = _convolution_cut(plan, op.head_step, shape)
+    if found is None:
         return None
-    middle, kernels = found
+    axis, middle, kernels = found
+    sliced = _sides_sliced(stages, shapes, shape, axis)
+    if sliced is None:
+        return None
     chain = make_chain(stages, operands, False, op._fail) if stages else None
     sides, copyto = operands[1:], np.copyto
 
@@ -426,7 +485,7 @@ def _step_macs(plan, step) -> int:
 def splits_of(plan) -> list[Split] | None:
     """The plan's split steps, or None where it is better run in one process."""
     steps = plan._program_steps
-    if not plan.blas_network or any(step.check is not None for step in steps):
+    if not (plan.blas_network or plan.convolutions_wake_blas) or any(step.check is not None for step in steps):
         return None
     for step in steps:
         members = step.members or (step.node,)

@@ -42,6 +42,8 @@ SMALL = {
     "bert": ("bert_encoder", dict(seq=64, hidden=128, layers=2, heads=4, vocab=500)),
     "vit": ("vit", dict(image=128, patch=16, hidden=192, layers=2, heads=3, classes=10)),
     "sentence": ("bert_encoder", dict(seq=17, hidden=192, layers=2, heads=3, vocab=500, batch=2)),
+    # a YOLO-style detector whose convolutions wake BLAS: each convolution and its Swish by rows
+    "yolo": ("yolo_n", dict(size=128)),
 }
 
 
@@ -83,7 +85,7 @@ def test_transformers_in_two_processes_match_openvino(name, tmp_path, paired):
     assert pair, "the network should run in two processes"
     assert _both_halves_ran(pair)
     kinds = {"columns" if s.by_columns else "rows" for s in pair.splits}
-    assert kinds == {"sentence": {"columns"}}.get(name, {"rows", "columns"})
+    assert kinds == {"sentence": {"columns"}, "yolo": {"rows"}}.get(name, {"rows", "columns"})
     if name == "vit":   # 3 heads of 65 queries: attention cut along the queries; patches by channels
         assert any(len(s.shape) == 4 and s.axis == 2 for s in pair.splits)
         assert any(s.computes for s in pair.splits)
@@ -126,30 +128,37 @@ def test_results_outlive_the_next_run(tmp_path, paired, rows):
 
 
 @pytest.mark.parametrize("groups", [1, 3, 4])
-def test_convolutions_cut_along_their_output_channels(tmp_path, paired, groups):
-    """A convolution (grouped: by whole groups, 3 of them cut 1 | 2) with its bias and Relu, each
-    half of the filter with a kernel bound to it, then a product by rows: against OpenVINO."""
+@pytest.mark.parametrize("height", [16, 1])
+def test_convolutions_in_halves(tmp_path, paired, groups, height):
+    """A convolution with its bias and Relu, then a product: 16 rows of output cut 8 | 8 (each half
+    reading a row beyond its own, padded only at the data's edge); one row cut along the output
+    channels (grouped: by whole groups, 3 of them 1 | 2), each half of the filter with a kernel
+    bound to it. Against OpenVINO."""
     import openvino as ov
     import openvino.opset13 as ops
     rng = np.random.default_rng(groups)
-    channels = 48
-    x = ops.parameter([1, channels, 16, 16], np.float32, name="x")
+    channels, width = 48, 16 if height > 1 else 64
+    x = ops.parameter([1, channels, height, width], np.float32, name="x")
     w = (rng.standard_normal((groups, channels // groups, channels // groups, 3, 3)) / 12).astype(np.float32)
     conv = ops.group_convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1]) if groups > 1 else \
         ops.convolution(x, ops.constant(w[0]), [1, 1], [1, 1], [1, 1], [1, 1])
     y = ops.relu(ops.add(conv, ops.constant(rng.standard_normal((1, channels, 1, 1)).astype(np.float32))))
-    y = ops.reshape(y, ops.constant(np.array([1, channels, 256], np.int64)), False)
-    y = ops.matmul(y, ops.constant((rng.standard_normal((256, 512)) / 16).astype(np.float32)), False, False)
+    y = ops.reshape(y, ops.constant(np.array([1, channels, width * height], np.int64)), False)
+    y = ops.matmul(y, ops.constant((rng.standard_normal((width * height, 2048)) / 16).astype(np.float32)), False, False)
     xml = tmp_path / "convolution.xml"
     ov.save_model(ov.Model([y], [x]), str(xml))
-    feeds = {"x": rng.standard_normal((1, channels, 16, 16)).astype(np.float32)}
+    feeds = {"x": rng.standard_normal((1, channels, height, width)).astype(np.float32)}
     expected = run_openvino(xml, [feeds["x"]])[0]
     m = irrun.load(xml)
     got = m.infer(feeds)[0]
     pair = _pair(m)
     assert pair and _both_halves_ran(pair)
     convolution = [s for s in pair.splits if s.computes]
-    assert len(convolution) == 1 and convolution[0].middle == {1: 24, 3: 16, 4: 24}[groups]
+    assert len(convolution) == 1
+    if height > 1:
+        assert (convolution[0].axis, convolution[0].middle) == (2, 8)
+    else:
+        assert (convolution[0].axis, convolution[0].middle) == (1, {1: 24, 3: 16, 4: 24}[groups])
     assert_close(got, expected)
 
 
