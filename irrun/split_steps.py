@@ -3,8 +3,8 @@ half is computed.
 
 A step splits where each row of its output (along one axis) depends only on the same rows of its
 data: a MatMul's rows or batches, softmax's and a layer norm's rows, an elementwise chain's
-elements; a product by a constant weight of few rows, or held [out, in] for a weight-first GEMM,
-along the weight's columns; a convolution along its output rows (each half reading the rows its
+elements; a product by a constant weight of few rows (one: a classifier's), or held [out, in]
+for a weight-first GEMM, along the weight's columns; a convolution along its output rows (each half reading the rows its
 window needs, padded only at the data's edge), or, with one row, along its output channels
 (whole groups of a grouped one); each half of a convolution has a kernel bound to its shapes as
 the layer's own is (Winograd's transformed filter, im2col's laid-out one).  `splits_of` says
@@ -197,8 +197,8 @@ def _convolution_row_halves(plan, head, shape: tuple):
     weight = plan.constants.get(head.inputs[1])
     data = plan.analysis.type_of(head.node.inputs[0])
     if weight is None or data is None or data.etype.name != "f32" or weight.dtype != np.float32 \
-            or len(head.inputs) != 2 or op.run_replaced() or getattr(op, "channels_last_output", False) \
-            or getattr(op, "transposed", False) or len(shape) < 3 or shape[2] < 2 or data.shape is None:
+            or len(head.inputs) != 2 or op.run_replaced() or getattr(op, "transposed", False) \
+            or len(shape) < 3 or shape[2] < 2 or data.shape is None:
         return None
     rank = len(shape) - 2
     geo = op.geometry(rank)
@@ -256,7 +256,7 @@ def _split_step(plan, k: int, step) -> Split | None:
     kind = step.node.layer.op_type
     shape = tuple(final.shape)
     axis = _rows_axis(shape)
-    if axis is None or not _all_f32(info):
+    if not _all_f32(info):
         return None
     if kind in _CONVOLUTIONS:
         if _step_macs(plan, step) < MIN_SPLIT_MACS:
@@ -275,11 +275,11 @@ def _split_step(plan, k: int, step) -> Split | None:
         if constant[1] and len(shapes[1]) == 2 and not op.attrs.transpose_a and shape[-1] >= 2 \
                 and _by_columns(plan.constants[step.inputs[1]], op.attrs.transpose_b, prod(shape[:-1])):
             return _columns_split(k, None, [], [None], shapes, shape, shape, None, step, depth)
-        sliced = _matmul_slices(op, shapes[0], shapes[1], shape, axis, constant[1])
+        sliced = None if axis is None else _matmul_slices(op, shapes[0], shapes[1], shape, axis, constant[1])
         if sliced is None:
             return None
         return Split(k, shape, shape, axis, sliced, _matmul_compute(op.attrs.transpose_a, op.attrs.transpose_b))
-    sliced = _row_wise_slices(plan, step, kind, shapes, shape, axis)
+    sliced = None if axis is None else _row_wise_slices(plan, step, kind, shapes, shape, axis)
     if sliced is None or prod(shape) * _ROW_WISE.get(kind, 1.0) < MIN_SPLIT_WORK:
         return None
     found = _row_wise_compute(plan, step, kind)
@@ -353,8 +353,8 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
     if prod(shape) != prod(final.shape) or any(
             s.node.types[0].shape is None or tuple(s.node.types[0].shape) != shape for s in stages):
         return None
-    axis = _rows_axis(shape)
-    if axis is None or not _all_f32(info) or any(s.kind not in ("unary", "binary", "none") for s in stages):
+    axis = _rows_axis(shape)       # (None: one row; a product by a constant weight is cut by columns)
+    if not _all_f32(info) or any(s.kind not in ("unary", "binary", "none") for s in stages):
         return None
     operands = op._operands()
     cost = sum(s.cost for s in stages)
@@ -362,6 +362,8 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
     copyto = np.copyto
     final_shape = tuple(final.shape)
     if not op.head:
+        if axis is None:
+            return None
         data = operands[0]
         sliced = _sides_sliced(stages, shapes, shape, axis)
         if sliced is None or tuple(shapes[data]) != shape or prod(shape) * cost < MIN_SPLIT_WORK:
@@ -385,11 +387,15 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
         if constant[1] and len(b_shape) == 2 and not head.op.attrs.transpose_a and shape[-1] >= 2 \
                 and _by_columns(plan.constants[step.inputs[1]], head.op.attrs.transpose_b, prod(shape[:-1])):
             return _columns_split(k, op, stages, operands, shapes, shape, final_shape, make_chain, head, depth)
+        if axis is None:
+            return None
         head_sliced = _matmul_slices(head.op, a_shape, b_shape, shape, axis, constant[1])
         if head_sliced is None:
             return None
         head_run, head_writes = _matmul_compute(head.op.attrs.transpose_a, head.op.attrs.transpose_b), True
     else:
+        if axis is None:
+            return None
         head_sliced = _row_wise_slices(plan, head, kind, shapes[:n_head], shape, axis)
         if head_sliced is None or prod(shape) * (_ROW_WISE.get(kind, 1.0) + cost) < MIN_SPLIT_WORK:
             return None

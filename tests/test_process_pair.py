@@ -44,6 +44,9 @@ SMALL = {
     "sentence": ("bert_encoder", dict(seq=17, hidden=192, layers=2, heads=3, vocab=500, batch=2)),
     # a YOLO-style detector whose convolutions wake BLAS: each convolution and its Swish by rows
     "yolo": ("yolo_n", dict(size=128)),
+    # MobileNetV3: depthwise layers by rows, fed channels-last by their 1x1 convolutions; its
+    # classifier's one row by the weight's columns
+    "mobilenet": ("mobilenet_v3", {}),
 }
 
 
@@ -86,6 +89,8 @@ def test_transformers_in_two_processes_match_openvino(name, tmp_path, paired):
     assert _both_halves_ran(pair)
     kinds = {"columns" if s.by_columns else "rows" for s in pair.splits}
     assert kinds == {"sentence": {"columns"}, "yolo": {"rows"}}.get(name, {"rows", "columns"})
+    if name == "mobilenet":
+        assert any(s.by_columns and s.shape[0] == 1 and len(s.shape) == 2 for s in pair.splits)
     if name == "vit":   # 3 heads of 65 queries: attention cut along the queries; patches by channels
         assert any(len(s.shape) == 4 and s.axis == 2 for s in pair.splits)
         assert any(s.computes for s in pair.splits)
