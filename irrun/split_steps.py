@@ -154,12 +154,11 @@ def _convolution_halves(plan, head, shape: tuple):
     kernel(args) -> that half's output channels (a new array)."""
     from .executor import StepInfo
     from .registry import TensorType
-    weight = plan.constants.get(head.inputs[1])
-    data = plan.analysis.type_of(head.node.inputs[0])
-    grouped = head.node.layer.op_type == "GroupConvolution"
-    if weight is None or data is None or data.etype.name != "f32" or weight.dtype != np.float32 \
-            or len(head.inputs) != 2 or head.op.run_replaced() or getattr(head.op, "channels_last_output", False):
+    found = _filter_and_data(plan, head)
+    if found is None or getattr(head.op, "channels_last_output", False):
         return None
+    weight, data = found
+    grouped = head.node.layer.op_type == "GroupConvolution"
     units = weight.shape[0]                 # output channels, or groups
     if units < 2 or len(shape) < 3:
         return None
@@ -194,12 +193,10 @@ def _convolution_row_halves(plan, head, shape: tuple):
     from .ops.window import effective_kernel, resolve_pads
     from .registry import TensorType
     op = head.op
-    weight = plan.constants.get(head.inputs[1])
-    data = plan.analysis.type_of(head.node.inputs[0])
-    if weight is None or data is None or data.etype.name != "f32" or weight.dtype != np.float32 \
-            or len(head.inputs) != 2 or op.run_replaced() or getattr(op, "transposed", False) \
-            or len(shape) < 3 or shape[2] < 2 or data.shape is None:
+    found = _filter_and_data(plan, head)
+    if found is None or len(shape) < 3 or shape[2] < 2:
         return None
+    weight, data = found
     rank = len(shape) - 2
     geo = op.geometry(rank)
     taps = weight.shape[-rank:]
@@ -211,6 +208,8 @@ def _convolution_row_halves(plan, head, shape: tuple):
     for first, stop in ((0, middle), (middle, shape[2])):
         lo, hi = first * stride - begin[0], (stop - 1) * stride - begin[0] + reach
         rows = (max(lo, 0), min(hi, height))
+        if rows[1] <= rows[0]:
+            return None                     # (a half whose windows lie in the padding alone)
         half = copy.copy(op)
         half.attrs = op.attrs.replaced({"pads_begin": (rows[0] - lo, *begin[1:]), "pads_end": (hi - rows[1], *end[1:]),
                                         "auto_pad": "explicit"})
@@ -221,6 +220,18 @@ def _convolution_row_halves(plan, head, shape: tuple):
         bound = half.bind(info) or half.run
         kernels.append(_convolution_kernel(bound, weight, None, rows))
     return middle, tuple(kernels)
+
+
+def _filter_and_data(plan, head):
+    """(the constant f32 filter, the data's type) of a convolution whose halves can have kernels
+    of their own, else None."""
+    weight = plan.constants.get(head.inputs[1])
+    data = plan.analysis.type_of(head.node.inputs[0])
+    if weight is None or data is None or data.shape is None or data.etype.name != "f32" \
+            or weight.dtype != np.float32 or len(head.inputs) != 2 or head.op.run_replaced() \
+            or getattr(head.op, "transposed", False):
+        return None
+    return weight, data
 
 
 def _convolution_kernel(bound, weight: np.ndarray, channels: tuple | None, rows: tuple | None = None) -> Callable:
