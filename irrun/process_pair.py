@@ -42,10 +42,10 @@ one-process results up to a GEMM's rounding.
   (ResNet-18 paired 0.96-1.04x).
   Watchers (profile, dump, compare) run in one process.  `IRRUN_PROCESSES=1` turns it off.
 
-Memory: each split step's output has its own place in the arena (reused from run to run, not
-within one), so the arena holds every split output of an inference at once (`Pair.arena_bytes`:
-BERT's 7 MiB, the ViT's 15); the worker shares the parent's pages until it writes them, and
-holds alone its copies of the values both compute (5-9 MiB for those networks).
+Memory: each split step's output has a place in the arena, taken again by a later split step
+once what it held is read no more (`_lay_out_arena`; `Pair.arena_bytes`: BERT's 1.4 MiB, the
+YOLO-style net's 6.2); the worker shares the parent's pages until it writes them, and holds
+alone its copies of the values both compute (6-15 MiB for the benchmark's networks).
 """
 from __future__ import annotations
 
@@ -121,9 +121,7 @@ class Pair:
                 raise ValueError("a feed of no static shape")
             self.feeds.append((s, tuple(t.shape), t.etype.carrier, offset))
             offset += -(-max(prod(t.shape) * np.dtype(t.etype.carrier).itemsize, 1) // _ALIGN) * _ALIGN
-        for split in splits:
-            split.offset, split.nbytes = offset, prod(split.shape) * 4
-            offset += -(-split.nbytes // _ALIGN) * _ALIGN
+        offset = _lay_out_arena(plan, splits, offset)
         self.arena_bytes = offset
         if offset > ARENA_MOST_BYTES:
             raise MemoryError("arena")
@@ -324,6 +322,53 @@ class Pair:
     def close(self) -> None:
         if self.pid is not None:
             self._finalizer()
+
+
+def _lay_out_arena(plan, splits: list[Split], offset: int) -> int:
+    """Give each split step's output a place in the arena from `offset` on; returns the arena's end.
+
+    A place is taken again by a later split step once every reader of what it held (through any
+    view of it) has run and a split step's wait lies between: both processes are past those
+    readers then (each waits at every split step for the other's half, and runs its steps in
+    order).  A Result's place is its own.  (Arenas with places taken again against one place a
+    step: the YOLO-style net's 6.2 against 12.3 MiB, EfficientNet-B0's 10.0 against 30.2, BERT's
+    1.4 against 7.0, the ViT's 2.5 against 14.2.)"""
+    steps = plan._program_steps
+    last = plan._last_use(steps)
+    _, views = plan._consumable_slots(steps)
+    pinned = set(plan.result_slots) | set(plan._program_results)
+    positions = [split.position for split in splits]
+
+    def freed_after(slot: int) -> int | None:
+        """The position of the first split step at or after the last read of `slot` or its views
+        (None: never, in this run)."""
+        seen, todo, end = {slot}, [slot], -1
+        while todo:
+            t = todo.pop()
+            if t in pinned:
+                return None
+            end = max(end, last.get(t, -1))
+            for v in views.get(t, ()):
+                if v not in seen:
+                    seen.add(v)
+                    todo.append(v)
+        return next((p for p in positions if p >= end), None)
+
+    places: list[list] = []             # [offset, size, freed after (split position) or None]
+    for split in splits:
+        split.nbytes = prod(split.shape) * 4
+        size = -(-split.nbytes // _ALIGN) * _ALIGN
+        free = [place for place in places if place[2] is not None and place[2] < split.position
+                and place[1] >= size]
+        if free:
+            place = min(free, key=lambda place: place[1])
+        else:
+            place = [offset, size, None]
+            offset += size
+            places.append(place)
+        split.offset = place[0]
+        place[2] = freed_after(steps[split.position].outputs[0])
+    return offset
 
 
 def _arena_view(arena, split: Split) -> np.ndarray:
