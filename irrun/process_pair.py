@@ -1,5 +1,5 @@
-"""Two processes for one network: the large steps of a transformer in halves, the second half in
-a forked worker, both halves meeting in memory the two processes share.
+"""Two processes for one network: its large steps in halves, the second half in a forked worker,
+both halves meeting in memory the two processes share.
 
 Threads of one process take turns at the GIL: on a 2-vCPU VM a part handed to another thread and
 back costs 20-70 us of futex wake-ups, so irrun runs the elementwise work of a BLAS network on
@@ -10,7 +10,7 @@ GIL: a worker spinning on a flag in a shared mapping takes its half and hands it
 How a run goes (`Pair.run`).  Both processes run the same steps, each on its own copy of every
 value, except the *split* steps: a large GEMM and the chain fused to it, attention's products,
 softmax, a large layer norm or elementwise chain, each of whose output rows depends only on the
-same rows of its data (`_split_step` checks it op by op).  Such a step writes half of its rows
+same rows of its data (irrun/split_steps.py checks it op by op).  Such a step writes half of its rows
 (along the axis before the last that halves most evenly: BERT's heads, a ViT's 197 queries) in
 the parent and the other half in the worker, into a buffer in the shared arena both processes
 map at the same address; each then waits for the other's half.  A product by a constant weight
@@ -39,13 +39,13 @@ one-process results up to a GEMM's rounding.
   one core in each process where it had two threads: the CRNN's LSTM made it 1.09-1.11x slower).
   Convolution networks, whose convolutions run in parts on irrun's pool, stay in one process:
   their Winograd layers in halves on two processes took 0.86-1.08 of their time on two threads
-  (ResNet-18 paired 0.96-1.04x).
+  (ResNet-18 paired 1.16x slower, the detector level).
   Watchers (profile, dump, compare) run in one process.  `IRRUN_PROCESSES=1` turns it off.
 
 Memory: each split step's output has a place in the arena, taken again by a later split step
 once what it held is read no more (`_lay_out_arena`; `Pair.arena_bytes`: BERT's 1.4 MiB, the
 YOLO-style net's 6.2); the worker shares the parent's pages until it writes them, and holds
-alone its copies of the values both compute (6-15 MiB for the benchmark's networks).
+alone its copies of the values both compute (5-13 MiB for the benchmark's networks).
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import threads
+from . import fast_loop, threads
 from .fast_loop import straight_line
 from .split_steps import Split, splits_of
 
@@ -452,8 +452,9 @@ def _stop_worker(control: np.ndarray, pid: int, wake: int, parent: int) -> None:
 
 
 def pair_for(plan) -> Pair | None:
-    """A started pair for the plan, or None where it runs in one process."""
-    if not wanted():
+    """A started pair for the plan, or None where it runs in one process (also a plan of more
+    steps than irrun/fast_loop.py writes out: both processes' programs are written out, at once)."""
+    if not wanted() or len(plan._program) > fast_loop.WRITE_OUT_MOST_STEPS:
         return None
     splits = splits_of(plan)
     if splits is None:
