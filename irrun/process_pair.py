@@ -113,13 +113,13 @@ class Pair:
         self.splits = splits
         steps = plan._program_steps
         offset = _ALIGN
-        self.feeds = []
+        feeds = []
         for s, param in sorted((s, pid) for pid, s in plan.parameter_slots.items()):
             t = plan.analysis.type_of((param, 0))
             if t is None or t.etype.carrier is None or t.shape is None \
                     or not all(isinstance(n, int) for n in t.shape):
                 raise ValueError("a feed of no static shape")
-            self.feeds.append((s, tuple(t.shape), t.etype.carrier, offset))
+            feeds.append((s, tuple(t.shape), t.etype.carrier, offset))
             offset += -(-max(prod(t.shape) * np.dtype(t.etype.carrier).itemsize, 1) // _ALIGN) * _ALIGN
         offset = _lay_out_arena(plan, splits, offset)
         self.arena_bytes = offset
@@ -128,13 +128,12 @@ class Pair:
         self.arena = mmap.mmap(-1, offset, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
         buffer = np.frombuffer(self.arena, np.uint8)
         self.control = np.frombuffer(self.arena, np.int64, _CONTROL_WORDS, 0)
-        self.feed_views = [(s, np.ndarray(shape, dtype, self.arena, off)) for s, shape, dtype, off in self.feeds]
+        self.feed_views = [(s, np.ndarray(shape, dtype, self.arena, off)) for s, shape, dtype, off in feeds]
         self.buffer = buffer
         self.run_number = 0
         self.alone = False
         self.lock = threading.Lock()
-        initial = plan._initial
-        self.initial = initial
+        self.initial = plan._initial
         # the two programs: the parent's whole, the worker's up to its last split step and only
         # the steps its split steps need
         parent_program, worker_program = list(plan._program), list(plan._program)
@@ -183,29 +182,25 @@ class Pair:
 
     def _wait_for_worker(self, mark: int) -> bool:
         """Spin until the worker's half is done; False if it failed on this run or died."""
-        control, spins = self.control, 0
-        done = _PROGRESS[1]
-        while control[done] < mark:
-            spins += 1
-            if not spins & _POLL:
-                if control[_FAILED] == self.run_number or not self._worker_alive():
-                    self.alone = True
-                    return False
-                if control[_PARKED]:
-                    self._wake()
+        return _spin_until(self.control, _PROGRESS[1], mark, self._worker_still_on)
+
+    def _worker_still_on(self) -> bool:
+        if self.control[_FAILED] == self.run_number or not self._worker_alive():
+            self.alone = True
+            return False
+        if self.control[_PARKED]:
+            self._wake()            # (a wake the worker missed as it went to sleep)
         return True
 
     def _wait_for_parent(self, mark: int) -> bool:
         """(The worker) spin until the parent's half is done; the run dropped if the parent failed."""
-        control, spins = self.control, 0
-        done = _PROGRESS[0]
-        while control[done] < mark:
-            spins += 1
-            if not spins & _POLL:
-                if control[_ABORT] == self.run_number:
-                    raise _Abandon
-                if os.getppid() != self.parent_pid:
-                    os._exit(0)
+        return _spin_until(self.control, _PROGRESS[0], mark, self._parent_still_on)
+
+    def _parent_still_on(self) -> bool:
+        if self.control[_ABORT] == self.run_number:
+            raise _Abandon
+        if os.getppid() != self.parent_pid:
+            os._exit(0)
         return True
 
     # ------------------------------------------------------------ the worker process
@@ -322,6 +317,17 @@ class Pair:
     def close(self) -> None:
         if self.pid is not None:
             self._finalizer()
+
+
+def _spin_until(control: np.ndarray, index: int, mark: int, still_on: Callable[[], bool]) -> bool:
+    """Spin until control[index] reaches `mark`, asking `still_on()` every _POLL + 1 spins whether
+    to go on waiting; False where it said no."""
+    spins = 0
+    while control[index] < mark:
+        spins += 1
+        if not spins & _POLL and not still_on():
+            return False
+    return True
 
 
 def _lay_out_arena(plan, splits: list[Split], offset: int) -> int:

@@ -109,12 +109,16 @@ def _row_wise_compute(plan, step, kind: str) -> Callable | None:
     """compute(args) -> rows (a new array), or compute(args, out) writing them, for a row-wise layer;
     (function, writes) or None."""
     op = step.op
+    data = plan.step_info(step).inputs[0]
+    if data is None or data.shape is None:
+        return None
+    rank = len(data.shape)          # (a half has the whole's rank: its axes are known here)
     if kind == "Softmax":
         from .ops.activation import _softmax_into
-        axis = op.attrs.axis
+        axis = op.attrs.axis % rank
 
         def softmax(args, out):
-            _softmax_into(args[0], out, axis % args[0].ndim)
+            _softmax_into(args[0], out, axis)
         return softmax, True
     if kind == "MVN" and len(step.inputs) == 2:
         from .ops.normalization import _mvn
@@ -123,11 +127,11 @@ def _row_wise_compute(plan, step, kind: str) -> Callable | None:
         if axes_value is None:
             return None
         attrs = op.attrs
+        reduced = normalized_axes(axes_value, rank, "MVN axis")
         variance, eps, inside = attrs.normalize_variance, attrs.eps, attrs.eps_mode == "inside_sqrt"
 
         def mvn(args):
-            x = args[0]
-            return _mvn(x, normalized_axes(axes_value, x.ndim, "MVN axis"), variance, eps, inside)
+            return _mvn(args[0], reduced, variance, eps, inside)
         return mvn, False
     run = op.run
     return (lambda args: run(*args)), False
