@@ -16,8 +16,8 @@ the parent and the other half in the worker, into a buffer in the shared arena b
 map at the same address; each then waits for the other's half.  A product by a constant weight
 of few rows, or whose weight is held [out, in] (a weight-first product: irrun/ops/matrix.py), is
 cut along the weight's columns instead, each process reading half of the weight; a convolution
-along its output rows, so that each process keeps its rows from layer to layer
-(irrun/split_steps.py).  The cheap steps between (Transposes, Reshapes, small layer norms, an
+along its output rows or its output channels, whichever has each half read less of its data and
+filter (irrun/split_steps.py).  The cheap steps between (Transposes, Reshapes, small layer norms, an
 embedding Gather) run in both processes, which costs no time: the other would wait anyway.
 Each half's arithmetic is a whole step's on fewer rows or columns: the results are the
 one-process results up to a GEMM's rounding.

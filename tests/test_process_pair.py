@@ -42,9 +42,10 @@ SMALL = {
     "bert": ("bert_encoder", dict(seq=64, hidden=128, layers=2, heads=4, vocab=500)),
     "vit": ("vit", dict(image=128, patch=16, hidden=192, layers=2, heads=3, classes=10)),
     "sentence": ("bert_encoder", dict(seq=17, hidden=192, layers=2, heads=3, vocab=500, batch=2)),
-    # a YOLO-style detector whose convolutions wake BLAS: each convolution and its Swish by rows
+    # a YOLO-style detector whose convolutions wake BLAS: each convolution and its Swish by rows,
+    # or by channels where its filter outweighs its data
     "yolo": ("yolo_n", dict(size=128)),
-    # MobileNetV3: depthwise layers by rows, fed channels-last by their 1x1 convolutions; its
+    # MobileNetV3: depthwise layers by channels, fed channels-last by their 1x1 convolutions; its
     # classifier's one row by the weight's columns
     "mobilenet": ("mobilenet_v3", {}),
 }
@@ -145,24 +146,41 @@ def test_results_outlive_the_next_run(tmp_path, paired, rows):
         assert_close(value, e)
 
 
-@pytest.mark.parametrize("groups", [1, 3, 4])
-@pytest.mark.parametrize("height", [16, 1])
-def test_convolutions_in_halves(tmp_path, paired, groups, height):
-    """A convolution with its bias and Relu, then a product: 16 rows of output cut 8 | 8 (each half
-    reading a row beyond its own, padded only at the data's edge); one row cut along the output
-    channels (grouped: by whole groups, 3 of them 1 | 2), each half of the filter with a kernel
-    bound to it. Against OpenVINO."""
+# (groups, channels, height, width) -> (axis cut, where the halves meet): each half reads less
+# data and filter cut along the output rows where the data outweighs the filter, along the output
+# channels where the filter does (a grouped layer's half its groups' channels of the data), and
+# along the channels where there is one row
+CONVOLUTION_CUTS = {
+    (1, 16, 32, 32): (2, 16),      # 16 -> 16 channels at 32 x 32: rows (each half 17 of the 32)
+    (1, 48, 16, 16): (1, 24),      # 48 -> 48 at 16 x 16: the filter outweighs the data
+    (3, 48, 16, 16): (1, 16),      # by whole groups, 1 | 2
+    (4, 48, 16, 16): (1, 24),
+    (48, 48, 64, 64): (1, 24),     # depthwise: each half reads half of the data, none twice
+    (1, 48, 1, 64): (1, 24),       # one row
+    (3, 48, 1, 64): (1, 16),
+    (4, 48, 1, 64): (1, 24),
+}
+
+
+@pytest.mark.parametrize("groups, channels, height, width", sorted(CONVOLUTION_CUTS))
+def test_convolutions_in_halves(tmp_path, paired, groups, channels, height, width):
+    """A convolution with its bias and Relu, then a product, its halves along the output rows (each
+    reading the rows beyond its own its windows need, padded only at the data's edge) or along the
+    output channels (grouped: by whole groups), each half of the filter with a kernel bound to it.
+    Against OpenVINO."""
     import openvino as ov
     import openvino.opset13 as ops
-    rng = np.random.default_rng(groups)
-    channels, width = 48, 16 if height > 1 else 64
+    rng = np.random.default_rng(groups + channels + height)
+    per_group = channels // groups
     x = ops.parameter([1, channels, height, width], np.float32, name="x")
-    w = (rng.standard_normal((groups, channels // groups, channels // groups, 3, 3)) / 12).astype(np.float32)
+    w = (rng.standard_normal((groups, per_group, per_group, 3, 3)) / (3 * per_group ** 0.5)).astype(np.float32)
     conv = ops.group_convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1]) if groups > 1 else \
         ops.convolution(x, ops.constant(w[0]), [1, 1], [1, 1], [1, 1], [1, 1])
     y = ops.relu(ops.add(conv, ops.constant(rng.standard_normal((1, channels, 1, 1)).astype(np.float32))))
     y = ops.reshape(y, ops.constant(np.array([1, channels, width * height], np.int64)), False)
-    y = ops.matmul(y, ops.constant((rng.standard_normal((width * height, 2048)) / 16).astype(np.float32)), False, False)
+    columns = max(128, 2048 * 256 // (width * height))      # (a GEMM that wakes BLAS: the network pairs)
+    y = ops.matmul(y, ops.constant((rng.standard_normal((width * height, columns)) / 16).astype(np.float32)),
+                   False, False)
     xml = tmp_path / "convolution.xml"
     ov.save_model(ov.Model([y], [x]), str(xml))
     feeds = {"x": rng.standard_normal((1, channels, height, width)).astype(np.float32)}
@@ -173,11 +191,9 @@ def test_convolutions_in_halves(tmp_path, paired, groups, height):
     assert pair and _both_halves_ran(pair)
     convolution = [s for s in pair.splits if s.computes]
     assert len(convolution) == 1
-    if height > 1:
-        assert (convolution[0].axis, convolution[0].middle) == (2, 8)
-    else:
-        assert (convolution[0].axis, convolution[0].middle) == (1, {1: 24, 3: 16, 4: 24}[groups])
+    assert (convolution[0].axis, convolution[0].middle) == CONVOLUTION_CUTS[groups, channels, height, width]
     assert_close(got, expected)
+    assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
 
 
 def test_a_dead_worker_leaves_the_parent_alone(tmp_path, paired):
