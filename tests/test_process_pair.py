@@ -92,6 +92,12 @@ def test_networks_in_two_processes_match_openvino(name, tmp_path, paired):
     assert kinds == {"sentence": {"columns"}, "yolo": {"rows"}}.get(name, {"rows", "columns"})
     if name == "mobilenet":
         assert any(s.by_columns and s.shape[0] == 1 and len(s.shape) == 2 for s in pair.splits)
+        # 1x1 layers writing channels-last for their depthwise layer, and those, by channels
+        steps = m._plan._program_steps
+        heads = [(steps[s.position].op.head_step.op if steps[s.position].members else steps[s.position].op, s.axis)
+                 for s in pair.splits if s.computes]
+        assert any(getattr(op, "channels_last_output", False) and axis == 1 for op, axis in heads)
+        assert any(getattr(op, "grouped", False) and axis == 1 for op, axis in heads)
     if name == "vit":   # 3 heads of 65 queries: attention cut along the queries; patches by channels
         assert any(len(s.shape) == 4 and s.axis == 2 for s in pair.splits)
         assert any(s.computes for s in pair.splits)
