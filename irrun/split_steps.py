@@ -51,6 +51,8 @@ class Split:
     offset: int = 0                 # in the arena
     nbytes: int = 0
     by_columns: bool = False        # its buffer holds the rows' shape column-major (a weight-first GEMM's)
+    channels_last: bool = False     # its buffer holds [N, spatial..., C], seen as [N, C, spatial...] (a
+                                    # 1x1 layer's output for the depthwise layer that reads it so)
     middle: int | None = None       # where the halves meet along `axis` (None: in the middle)
     # (compute of the first half, of the second) where they differ (a convolution's halves of the
     # filter, each with a kernel bound to it); `compute` is then unused
@@ -340,7 +342,8 @@ def _split_step(plan, k: int, step) -> Split | None:
         axis, middle, kernels = found
         copyto = np.copyto
         computes = tuple((lambda args, out, _kernel=kernel: copyto(out, _kernel(args))) for kernel in kernels)
-        return Split(k, shape, shape, axis, {}, None, middle=middle, computes=computes)
+        return Split(k, shape, shape, axis, {}, None, middle=middle, computes=computes,
+                     channels_last=getattr(op, "channels_last_output", False))
     if kind == "MatMul" and len(step.inputs) == 2:
         depth = shapes[0][-2 if op.attrs.transpose_a else -1]
         if prod(shape) * depth < MIN_SPLIT_MACS:
@@ -519,8 +522,9 @@ def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, s
             else:
                 copyto(out, y)
         return compute
-    return Split(k, shape, final_shape, axis, sliced, None, middle=middle,
-                  computes=tuple(computing(kernel) for kernel in kernels))
+    channels_last = final_shape == shape and getattr(op.head_step.op, "channels_last_output", False)
+    return Split(k, shape, final_shape, axis, sliced, None, middle=middle, channels_last=channels_last,
+                 computes=tuple(computing(kernel) for kernel in kernels))
 
 
 def _by_columns(weight: np.ndarray, transpose_b: bool, rows: int) -> bool:

@@ -98,6 +98,9 @@ def test_networks_in_two_processes_match_openvino(name, tmp_path, paired):
                  for s in pair.splits if s.computes]
         assert any(getattr(op, "channels_last_output", False) and axis == 1 for op, axis in heads)
         assert any(getattr(op, "grouped", False) and axis == 1 for op, axis in heads)
+        # whose arena buffers are channels-last, as the depthwise layers read them
+        laid_out = [process_pair._arena_view(pair.arena, s) for s in pair.splits if s.channels_last]
+        assert laid_out and all(view.strides[1] == view.itemsize for view in laid_out)
     if name == "vit":   # 3 heads of 65 queries: attention cut along the queries; patches by channels
         assert any(len(s.shape) == 4 and s.axis == 2 for s in pair.splits)
         assert any(s.computes for s in pair.splits)
