@@ -39,7 +39,9 @@ one-process results up to a GEMM's rounding.
   one core in each process where it had two threads: the CRNN's LSTM made it 1.09-1.11x slower).
   Convolution networks, whose convolutions run in parts on irrun's pool, stay in one process:
   their Winograd layers in halves on two processes took 0.86-1.08 of their time on two threads
-  (ResNet-18 paired 1.16x slower, the detector level).
+  (ResNet-18 paired 1.16x slower, the detector level; with each convolution's cut chosen by what
+  its halves read, alternating blocks: ResNet-18 0.93 with quartiles 0.91-1.03, the detector
+  1.02, the audio net level).
   Watchers (profile, dump, compare) run in one process.  `IRRUN_PROCESSES=1` turns it off.
 
 A 1x1 convolution that writes channels-last for the depthwise layer reading it (irrun/optimize.py)

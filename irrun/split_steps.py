@@ -169,9 +169,8 @@ def _cut_reads(plan, head, shape: tuple) -> tuple[float | None, float | None]:
     alternating blocks of 30 inferences in one process): layers of few rows and many channels no
     longer read their whole filter in each half, nor depthwise layers their windows' extra rows
     (by channels each half reads half of the data and none of it twice).  A 1x1 layer writing
-    channels-last for its depthwise one (irrun/optimize.py) is cut so too, each half's output
-    copied into the arena's channels-first buffer: MobileNetV3 0.962 of its time against those
-    layers by rows, EfficientNet-B0 0.951 (15 alternating blocks)."""
+    channels-last for its depthwise one (irrun/optimize.py) is cut so too (MobileNetV3 0.962 of its
+    time against those layers by rows alone, EfficientNet-B0 0.951, 15 alternating blocks)."""
     found = _filter_and_data(plan, head)
     if found is None or len(shape) < 3:
         return None, None
@@ -179,7 +178,7 @@ def _cut_reads(plan, head, shape: tuple) -> tuple[float | None, float | None]:
     data_elements, filter_elements = prod(data.shape), weight.size
     windows = _row_windows(plan, head, shape)
     rows = None if windows is None else \
-        max(stop - start for start, stop in windows[1]) / data.shape[2] * data_elements + filter_elements
+        max(read[1] - read[0] for _, _, read in windows[2]) / data.shape[2] * data_elements + filter_elements
     units = weight.shape[0]                 # output channels, or groups (as `_convolution_halves` cuts)
     grouped = head.node.layer.op_type == "GroupConvolution"
     if units < 2:
@@ -225,8 +224,10 @@ def _convolution_halves(plan, head, shape: tuple):
 
 
 def _row_windows(plan, head, shape: tuple):
-    """(where the output's rows are cut, [(first, stop) of the data's rows each half reads]) for a
-    convolution by a constant filter cut along its first spatial axis; None where it cannot be."""
+    """(where the output's rows are cut, the layer's (pads_begin, pads_end), and per half: its
+    output rows (first, stop), its windows' rows (lo, hi) padding included, and the data's rows it
+    reads) for a convolution by a constant filter cut along its first spatial axis; None where it
+    cannot be cut so."""
     from .ops.window import effective_kernel, resolve_pads
     found = _filter_and_data(plan, head)
     if found is None or len(shape) < 3 or shape[2] < 2:
@@ -235,17 +236,16 @@ def _row_windows(plan, head, shape: tuple):
     rank = len(shape) - 2
     geo = head.op.geometry(rank)
     taps = weight.shape[-rank:]
-    begin, _ = resolve_pads(data.shape[2:], taps, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
-                            geo.auto_pad)
+    pads = resolve_pads(data.shape[2:], taps, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end, geo.auto_pad)
     stride, reach, height = geo.strides[0], effective_kernel(taps[0], geo.dilations[0]), data.shape[2]
     middle = shape[2] // 2
-    windows = []
+    halves = []
     for first, stop in ((0, middle), (middle, shape[2])):
-        lo, hi = first * stride - begin[0], (stop - 1) * stride - begin[0] + reach
+        lo, hi = first * stride - pads[0][0], (stop - 1) * stride - pads[0][0] + reach
         if min(hi, height) <= max(lo, 0):
             return None                     # (a half whose windows lie in the padding alone)
-        windows.append((max(lo, 0), min(hi, height)))
-    return middle, windows
+        halves.append(((first, stop), (lo, hi), (max(lo, 0), min(hi, height))))
+    return middle, pads, halves
 
 
 def _convolution_row_halves(plan, head, shape: tuple):
@@ -257,23 +257,15 @@ def _convolution_row_halves(plan, head, shape: tuple):
     kernel(args) -> that half's output rows (a new array)."""
     import copy
     from .executor import StepInfo
-    from .ops.window import effective_kernel, resolve_pads
     from .registry import TensorType
     found = _row_windows(plan, head, shape)
     if found is None:
         return None
-    middle, windows = found
+    middle, (begin, end), halves = found
     op = head.op
     weight, data = _filter_and_data(plan, head)
-    rank = len(shape) - 2
-    geo = op.geometry(rank)
-    taps = weight.shape[-rank:]
-    begin, end = resolve_pads(data.shape[2:], taps, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
-                              geo.auto_pad)
-    stride, reach = geo.strides[0], effective_kernel(taps[0], geo.dilations[0])
     kernels = []
-    for (first, stop), rows in zip(((0, middle), (middle, shape[2])), windows):
-        lo, hi = first * stride - begin[0], (stop - 1) * stride - begin[0] + reach
+    for (first, stop), (lo, hi), rows in halves:
         half = copy.copy(op)
         half.attrs = op.attrs.replaced({"pads_begin": (rows[0] - lo, *begin[1:]), "pads_end": (hi - rows[1], *end[1:]),
                                         "auto_pad": "explicit"})
