@@ -124,6 +124,40 @@ def test_networks_in_two_processes_match_openvino(name, tmp_path, paired):
     assert pair.run_number == runs + 3 and _both_halves_ran(pair)
 
 
+@pytest.mark.parametrize("rows", [128, 17])
+def test_layer_norms_split_where_their_rows_are_their_own(rows, tmp_path, paired, monkeypatch):
+    """Layer norms in halves (any size, here) where the step before them was cut along the same
+    rows (a BERT of 128 tokens, its products by rows), whole in both processes where it was cut
+    along the weight's columns (17 tokens): each half would read rows the other process wrote.
+    Against OpenVINO either way."""
+    from irrun import split_steps
+    monkeypatch.setattr(split_steps, "MIN_SPLIT_WORK", 1 << 10)
+    networks = _networks()
+    g = networks.OpenVINOGraph("norms")
+    outputs, feeds = networks.bert_encoder(g, np.random.default_rng(5), seq=rows, hidden=128, layers=2, heads=4,
+                                           vocab=500)
+    xml = g.save(outputs, tmp_path / "norms.xml")
+    expected = run_openvino(xml, list(feeds.values()))
+    m = irrun.load(xml)
+    got = [m.infer(feeds) for _ in range(2)][-1]
+    pair = _pair(m)
+    assert pair and _both_halves_ran(pair)
+    steps = m._plan._program_steps
+    split = {s.position: s for s in pair.splits}
+    producer = {slot: k for k, step in enumerate(steps) for slot in step.outputs}
+    norms = [k for k, step in enumerate(steps)
+             if step.members and step.op.head_step.node.layer.op_type == "MVN"]
+    assert norms
+    for k in norms:
+        source = split.get(producer.get(steps[k].inputs[0]))
+        if k in split and source is not None:     # its rows are those its process wrote
+            assert not source.by_columns and (source.axis, source.middle) == (split[k].axis, split[k].middle)
+    # all in halves after products by rows; those after products by columns whole
+    assert all(k in split for k in norms) == (rows == 128)
+    for (key, value), e in zip(got.items(), expected):
+        assert_close(value, e, what=f"{rows} rows {key}")
+
+
 def _projection(tmp_path: Path, rows: int) -> Path:
     """x [1, rows, 256] @ w [256, 1024] + b, Gelu: a network whose result a split step writes."""
     import openvino as ov
