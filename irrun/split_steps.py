@@ -21,8 +21,9 @@ import numpy as np
 
 # a split step's estimated work (multiply-adds, or elements x passes) below which it runs whole
 # in both processes: a half's hand-off and its slicing cost 3-5 us.  (2^16: BERT's and the ViT's
-# layer norms split too, where their data is their process's own rows (`_reading_their_own_rows`):
-# BERT 0.971-0.979 of its time against 2^18, the ViT 0.976-0.985, the others level)
+# layer norms split too, where the step before them was cut the same way
+# (`_reading_their_own_rows`): BERT 0.971-0.979 of its time against 2^18, the ViT 0.976-0.985,
+# the others level)
 MIN_SPLIT_WORK = 1 << 16
 MIN_SPLIT_MACS = 1 << 18
 # the share of the network's multiply-adds the split steps must hold
@@ -574,10 +575,9 @@ def _step_macs(plan, step) -> int:
 
 def _reading_their_own_rows(steps, splits: list[Split]) -> list[Split]:
     """The splits but those of softmax and layer norms whose data a split step wrote cut another
-    way: each of their halves would read rows the other process wrote (a transformer's layer norms
-    of 2 x 17 rows, after products cut along the weight's columns, split along the batch: the
-    network 1.073x slower).  Data both processes compute whole, or cut the same way, is in each
-    process's own caches."""
+    way: each of their halves would wait for both halves of that step and read rows the other
+    process wrote half of, for nothing (a transformer's layer norms of 2 x 17 rows, after products
+    cut along the weight's columns, split along the batch: the network 1.073x slower)."""
     by_position = {s.position: s for s in splits}
     producer = {slot: k for k, step in enumerate(steps) for slot in step.outputs}
 
