@@ -160,26 +160,27 @@ _CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 
 
 def _convolution_cut(plan, head, shape: tuple):
-    """(axis, where the halves meet, (first half's kernel, second's)) of a convolution: along its
-    output rows or its output channels, whichever has each process read less (`_cut_reads`),
-    else the one it can be cut along."""
-    rows, channels = _cut_reads(plan, head, shape)
-    if channels is not None and (rows is None or channels < rows):
-        found = _convolution_halves(plan, head, shape)
-        if found is not None:
-            return (1,) + found
-    found = _convolution_row_halves(plan, head, shape)
-    if found is not None:
-        return (2,) + found
-    found = _convolution_halves(plan, head, shape)
-    return None if found is None else (1,) + found
+    """(axis, where the halves meet, (first half's kernel, second's)) of a convolution by a constant
+    filter: along its output rows or its output channels, whichever has each process read less
+    (`_cut_reads`), else the one it can be cut along; None where neither."""
+    found = _filter_and_data(plan, head)
+    if found is None or len(shape) < 3:
+        return None
+    weight, data = found
+    windows = _row_windows(head, weight, data, shape)
+    by_channels = weight.shape[0] >= 2          # output channels, or groups
+    if by_channels and (windows is None or _cut_reads(head, weight, data, windows) == "channels"):
+        return (1,) + _convolution_halves(head, weight, data, shape)
+    if windows is not None:
+        return (2,) + _convolution_row_halves(head, weight, data, shape, windows)
+    return None
 
 
-def _cut_reads(plan, head, shape: tuple) -> tuple[float | None, float | None]:
-    """(by rows, by channels): the elements of data and filter the larger half of a convolution
-    reads cut along its output rows (its rows of the data and those beyond them its windows need,
-    all of the filter) and along its output channels (half of the filter, all of the data; a
-    grouped layer's half its groups' channels of it); None where it cannot be cut so.  Cut along
+def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
+    """"rows" or "channels": whichever way of cutting a convolution has its larger half read fewer
+    elements of data and filter, along its output rows (its rows of the data and those beyond
+    them its windows need, all of the filter) or along its output channels (half of the filter,
+    all of the data; a grouped layer's half its groups' channels of it).  Cut along
     the cheaper way, the paired YOLO-style net took 0.975-0.982 of its time cut along rows alone,
     MobileNetV3 0.938-0.966, EfficientNet-B0 0.877-0.918 (two runs, each the median of 15
     alternating blocks of 30 inferences in one process): layers of few rows and many channels no
@@ -187,39 +188,25 @@ def _cut_reads(plan, head, shape: tuple) -> tuple[float | None, float | None]:
     (by channels each half reads half of the data and none of it twice).  A 1x1 layer writing
     channels-last for its depthwise one (irrun/optimize.py) is cut so too (MobileNetV3 0.962 of its
     time against those layers by rows alone, EfficientNet-B0 0.951, 15 alternating blocks)."""
-    found = _filter_and_data(plan, head)
-    if found is None or len(shape) < 3:
-        return None, None
-    weight, data = found
     data_elements, filter_elements = prod(data.shape), weight.size
-    windows = _row_windows(plan, head, shape)
-    rows = None if windows is None else \
-        max(read[1] - read[0] for _, _, read in windows[2]) / data.shape[2] * data_elements + filter_elements
-    units = weight.shape[0]                 # output channels, or groups (as `_convolution_halves` cuts)
-    grouped = head.node.layer.op_type == "GroupConvolution"
-    if units < 2:
-        return rows, None
+    rows = max(read[1] - read[0] for _, _, read in windows[2]) / data.shape[2] * data_elements + filter_elements
+    units = weight.shape[0]
     larger = (units - units // 2) / units
+    grouped = head.node.layer.op_type == "GroupConvolution"
     channels = (larger if grouped else 1.0) * data_elements + larger * filter_elements
-    return rows, channels
+    return "channels" if channels < rows else "rows"
 
 
-def _convolution_halves(plan, head, shape: tuple):
+def _convolution_halves(head, weight: np.ndarray, data, shape: tuple):
     """(where the output's channels are cut, (first half's kernel, second's)) for a convolution by
-    a constant filter: each half of the filter's output channels (of its groups, for a grouped
-    one, with those groups' input channels) gets a kernel bound to it as the layer's own would be
-    (Winograd's transformed filter, im2col's laid-out one); None where it cannot be cut so.
+    a constant filter of two or more output channels (groups): each half of the filter's output
+    channels (of its groups, for a grouped one, with those groups' input channels) gets a kernel
+    bound to it as the layer's own would be (Winograd's transformed filter, im2col's laid-out one).
     kernel(args) -> that half's output channels (a new array)."""
     from .executor import StepInfo
     from .registry import TensorType
-    found = _filter_and_data(plan, head)
-    if found is None:
-        return None
-    weight, data = found
     grouped = head.node.layer.op_type == "GroupConvolution"
     units = weight.shape[0]                 # output channels, or groups
-    if units < 2 or len(shape) < 3:
-        return None
     per_unit = shape[1] // units if grouped else 1
     inputs_per_unit = data.shape[1] // units if grouped else data.shape[1]
     cut = units // 2
@@ -239,16 +226,13 @@ def _convolution_halves(plan, head, shape: tuple):
     return cut * per_unit, tuple(kernels)
 
 
-def _row_windows(plan, head, shape: tuple):
+def _row_windows(head, weight: np.ndarray, data, shape: tuple):
     """(where the output's rows are cut, the layer's (pads_begin, pads_end), and per half: its
     output rows (first, stop), its windows' rows (lo, hi) padding included, and the data's rows it
-    reads) for a convolution by a constant filter cut along its first spatial axis; None where it
-    cannot be cut so."""
+    reads) for a convolution cut along its first spatial axis; None where it cannot be cut so."""
     from .ops.window import effective_kernel, resolve_pads
-    found = _filter_and_data(plan, head)
-    if found is None or len(shape) < 3 or shape[2] < 2:
+    if shape[2] < 2:
         return None
-    weight, data = found
     rank = len(shape) - 2
     geo = head.op.geometry(rank)
     taps = weight.shape[-rank:]
@@ -264,22 +248,18 @@ def _row_windows(plan, head, shape: tuple):
     return middle, pads, halves
 
 
-def _convolution_row_halves(plan, head, shape: tuple):
+def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, windows):
     """(where the output's rows are cut, (first half's kernel, second's)) for a convolution by a
-    constant filter cut along its first spatial axis: each half reads its rows of the data and
-    the few beyond them its window needs, with the layer's padding where its rows meet the
-    data's edge and none inside, through a kernel bound to that half's shapes as the layer's own
-    would be (Winograd, im2col, pointwise); None where it cannot be cut so.
+    constant filter cut along its first spatial axis (`windows`: `_row_windows`): each half reads
+    its rows of the data and the few beyond them its window needs, with the layer's padding where
+    its rows meet the data's edge and none inside, through a kernel bound to that half's shapes as
+    the layer's own would be (Winograd, im2col, pointwise).
     kernel(args) -> that half's output rows (a new array)."""
     import copy
     from .executor import StepInfo
     from .registry import TensorType
-    found = _row_windows(plan, head, shape)
-    if found is None:
-        return None
-    middle, (begin, end), halves = found
+    middle, (begin, end), halves = windows
     op = head.op
-    weight, data = _filter_and_data(plan, head)
     kernels = []
     for (first, stop), (lo, hi), rows in halves:
         half = copy.copy(op)
