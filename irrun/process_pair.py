@@ -17,7 +17,8 @@ map at the same address; each then waits for the other's half.  A product by a c
 of few rows, or whose weight is held [out, in] (a weight-first product: irrun/ops/matrix.py), is
 cut along the weight's columns instead, each process reading half of the weight; a convolution
 along its output rows or its output channels, whichever has each half read less of its data and
-filter (irrun/split_steps.py).  The cheap steps between (Transposes, Reshapes, small layer norms, an
+filter; a max pool and the bias and Relu after it along the channels; a bidirectional
+recurrent sequence one direction in each process (irrun/split_steps.py).  The cheap steps between (Transposes, Reshapes, small layer norms, an
 embedding Gather) run in both processes, which costs no time: the other would wait anyway.
 Each half's arithmetic is a whole step's on fewer rows or columns: the results are the
 one-process results up to a GEMM's rounding.
@@ -36,12 +37,13 @@ one-process results up to a GEMM's rounding.
   (ReadValue/Assign) or random layers, a network whose GEMMs run on BLAS's threads (a
   `blas_network`, or one whose `convolutions_wake_blas`: irrun/executor.py) whose split steps
   hold most of its multiply-adds and leave no large GEMM or convolution whole (it would run on
-  one core in each process where it had two threads: the CRNN's LSTM made it 1.09-1.11x slower).
+  one core in each process where it had two threads: the CRNN's LSTM whole made it 1.09-1.11x
+  slower; a bidirectional one now runs one direction in each process).
   Convolution networks, whose convolutions run in parts on irrun's pool, stay in one process:
   their Winograd layers in halves on two processes took 0.86-1.08 of their time on two threads
   (ResNet-18 paired 1.16x slower, the detector level; with each convolution's cut chosen by what
-  its halves read, alternating blocks: ResNet-18 0.93 with quartiles 0.91-1.03, the detector
-  1.02, the audio net level).
+  its halves read, alternating blocks of inferences against the one-process run: ResNet-18
+  1.075x slower, the detector 1.008x, the audio net 0.992).
   Watchers (profile, dump, compare) run in one process.  `IRRUN_PROCESSES=1` turns it off.
 
 A 1x1 convolution that writes channels-last for the depthwise layer reading it (irrun/optimize.py)
@@ -152,8 +154,9 @@ class Pair:
                 raise ValueError("a split step's output is no view of its buffer")
             halves = _halves(split, out)
             entry = plan._program[split.position]
-            parent_program[split.position] = (self._kernel(j, halves, final, 0),) + entry[1:]
-            worker_program[split.position] = (self._kernel(j, halves, final, 1),) + entry[1:]
+            result = final if split.outputs == 1 else (final,) + (None,) * (split.outputs - 1)
+            parent_program[split.position] = (self._kernel(j, halves, result, 0),) + entry[1:]
+            worker_program[split.position] = (self._kernel(j, halves, result, 1),) + entry[1:]
         for k, step in enumerate(steps):
             if step.consumable and k not in {s.position for s in splits}:
                 # both processes run it: it must not write over a buffer the other one reads

@@ -8,7 +8,8 @@ for a weight-first GEMM, along the weight's columns; a convolution along its out
 half reading the rows its window needs, padded only at the data's edge) or along its output
 channels (whole groups of a grouped one), whichever has each half read less (`_cut_reads`); each
 half of a convolution has a kernel bound to its shapes as the layer's own is (Winograd's
-transformed filter, im2col's laid-out one).  `splits_of` says
+transformed filter, im2col's laid-out one); a max pool and the layers after it that commute with
+it along the channels; a bidirectional recurrent sequence along its directions.  `splits_of` says
 which steps of a plan split, or that the plan runs in one process.
 """
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Split:
     # (compute of the first half, of the second) where they differ (a convolution's halves of the
     # filter, each with a kernel bound to it); `compute` is then unused
     computes: tuple | None = None
+    outputs: int = 1                # the step's outputs: the first is the split one, the others unread
 
 
 def _rows_axis(shape: tuple) -> int | None:
@@ -304,6 +306,8 @@ def _split_step(plan, k: int, step) -> Split | None:
     """The split form of program entry k, or None where it runs whole in both processes."""
     from .optimize import FusedChain, _chain        # (optimize imports the executor's layer)
     info = plan.step_info(step)
+    if step.node.layer.op_type in _RECURRENT_SEQUENCES and not step.members:
+        return _directions_split(plan, k, step, info)
     if len(step.outputs) != 1 or info.outputs[0] is None:
         return None
     op = step.op
@@ -359,6 +363,44 @@ def _split_step(plan, k: int, step) -> Split | None:
     return Split(k, shape, shape, axis, sliced, compute)
 
 
+_RECURRENT_SEQUENCES = frozenset({"RNNSequence", "GRUSequence", "LSTMSequence"})
+
+
+def _directions_split(plan, k: int, step, info) -> Split | None:
+    """A bidirectional recurrent sequence with constant weights whose final states nobody reads:
+    its forward direction in one process, its reverse one in the other, each into its direction of
+    Y [batch, 2, T, hidden].  (A direction's steps cost most of what both stacked do, being calls
+    more than arithmetic: the CRNN's LSTM both ways 712 us on BLAS's two threads, one way 507 on
+    one; run whole in each process it took 757 and made the paired network 1.09-1.11x slower.)"""
+    import copy
+    op = step.op
+    y = info.outputs[0]
+    if op.attrs.direction != "bidirectional" or op.run_replaced() or y is None or y.etype.name != "f32" \
+            or y.shape is None or not all(isinstance(n, int) for n in y.shape) \
+            or any(s not in step.free for s in step.outputs[1:]) or _step_macs(plan, step) < MIN_SPLIT_MACS:
+        return None
+    states = op.kind.states
+    weights = [plan.constants.get(s) for s in step.inputs[2 + states:5 + states]]
+    if len(weights) != 3 or any(w is None or w.dtype != np.float32 for w in weights):
+        return None
+    copyto = np.copyto
+
+    def direction(d: int, name: str) -> Callable:
+        half = copy.copy(op)
+        half.attrs = op.attrs.replaced({"direction": name})
+        # (its own contiguous weights, kept: the op keeps its laid-out weights while handed the same ones)
+        w, r, b = (np.ascontiguousarray(w[d:d + 1]) for w in weights)
+        cut = slice(d, d + 1)
+
+        def compute(args, out):
+            initial = [s[:, cut] for s in args[1:1 + states]]
+            copyto(out, half.run(args[0], *initial, args[1 + states], w, r, b)[0])
+        return compute
+    shape = tuple(y.shape)
+    return Split(k, shape, shape, 1, {}, None, middle=1, outputs=len(step.outputs),
+                 computes=(direction(0, "forward"), direction(1, "reverse")))
+
+
 def _all_f32(info) -> bool:
     return all(t is None or t.value is not None or t.etype.name == "f32" for t in info.inputs)
 
@@ -407,6 +449,9 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
     """A fused step (irrun/optimize.py) in halves: its head (a MatMul, or a row-wise layer such as
     MVN) on the rows, then its chain on them; a trailing Reshape is the arena's view.  A product
     of few rows by a constant weight is cut along the weight's columns instead."""
+    from .optimize import _PoolFirst
+    if type(op) is _PoolFirst:
+        return _split_pool_first(k, op, shapes, tuple(final.shape), make_chain)
     stages = list(op.stages)
     while stages and stages[-1].kind == "reshape":
         stages.pop()
@@ -484,6 +529,26 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
         elif x is not out:
             copyto(out, x)
     return Split(k, shape, final_shape, axis, sliced, compute)
+
+
+def _split_pool_first(k: int, op, shapes: list, shape: tuple, make_chain) -> Split | None:
+    """A max pool and the layers after it that commute with it (irrun/optimize.py's pools first:
+    a bias per channel, Relu) in halves along the channels: each half pools its channels whole."""
+    if len(shape) < 3 or shape[1] < 2 or prod(shapes[0]) * (1 + sum(s.cost for s in op.stages)) < MIN_SPLIT_WORK \
+            or any(s.kind not in ("unary", "binary", "none") for s in op.stages):
+        return None
+    sliced = _sides_sliced(op.stages, shapes, shape, 1)
+    if sliced is None:
+        return None
+    sliced[0] = 1
+    pool = op.head_step.op
+    chain = make_chain(op.stages, op._operands(), True, op._fail)
+    sides = op._operands()[1:]
+
+    def compute(args, out):
+        pool.values(args[0], floor=False, out=out)
+        chain(out, *[args[p] for p in sides], out)
+    return Split(k, shape, shape, 1, sliced, compute)
 
 
 def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, shape, final_shape,
@@ -592,7 +657,7 @@ def splits_of(plan) -> list[Split] | None:
     if not splits or total <= 0 or split_macs < MIN_SPLIT_SHARE * total:
         return None
     # A large GEMM or convolution left whole would run on one core in each process where it had
-    # BLAS's two threads in one (the CRNN's LSTM: the network 1.09-1.11x slower paired)
+    # BLAS's two threads in one (the CRNN's LSTM whole: the network 1.09-1.11x slower paired)
     from .executor import BLAS_SPIN_MACS, CONVOLUTION_TYPES, GEMM_TYPES
     wide = GEMM_TYPES | CONVOLUTION_TYPES
     split_positions = {s.position for s in splits}

@@ -48,6 +48,9 @@ SMALL = {
     # MobileNetV3: depthwise layers by channels, fed channels-last by their 1x1 convolutions; its
     # classifier's one row by the weight's columns
     "mobilenet": ("mobilenet_v3", {}),
+    # a CRNN: convolutions by rows and channels, its max pools (and the bias and Relu after them)
+    # by channels, its bidirectional LSTM one direction in each process
+    "crnn": ("crnn", {}),
 }
 
 
@@ -104,6 +107,12 @@ def test_networks_in_two_processes_match_openvino(name, tmp_path, paired):
     if name == "vit":   # 3 heads of 65 queries: attention cut along the queries; patches by channels
         assert any(len(s.shape) == 4 and s.axis == 2 for s in pair.splits)
         assert any(s.computes for s in pair.splits)
+    if name == "crnn":
+        steps = m._plan._program_steps
+        cut = {steps[s.position].node.layer.op_type: s for s in pair.splits if not steps[s.position].members}
+        assert (cut["LSTMSequence"].axis, cut["LSTMSequence"].middle) == (1, 1)
+        pools = [s for s in pair.splits if steps[s.position].node.layer.op_type == "MaxPool"]
+        assert len(pools) == 3 and all(s.axis == 1 for s in pools)
     if name == "yolo":  # places in the arena taken again by later steps
         assert pair.arena_bytes < sum(-(-s.nbytes // 4096) * 4096 for s in pair.splits)
     single = irrun.load(xml, threads=1)
@@ -367,9 +376,67 @@ def test_what_stays_in_one_process(tmp_path, paired, monkeypatch):
     m = irrun.load(g.save(outputs, tmp_path / "resnet.xml"))
     m.infer(resnet_feeds)
     assert _pair(m) is False
-    # a network whose LSTM would run whole on one core in each process instead of two threads in one
-    g = networks.OpenVINOGraph("crnn")
-    outputs, crnn_feeds = networks.crnn(g, np.random.default_rng(0))
-    m = irrun.load(g.save(outputs, tmp_path / "crnn.xml"))
-    m.infer(crnn_feeds)
-    assert _pair(m) is False
+    # networks whose recurrent layer would run whole on one core in each process instead of on two
+    # threads in one: one running one way, one whose final states are read
+    for direction, states_read in (("forward", False), ("bidirectional", True)):
+        xml, feeds = _recurrent_network(tmp_path, "LSTMSequence", direction, False, states_read)
+        m = irrun.load(xml)
+        m.infer(feeds)
+        assert _pair(m) is False, (direction, states_read)
+
+
+def _recurrent_network(tmp_path: Path, kind: str, direction: str, masked: bool, states_read: bool,
+                       linear_before_reset: bool = False):
+    """x [2, 48, 64] through a recurrent sequence of hidden size 64, then a classifier over
+    its outputs (and, where `states_read`, over its final hidden state too)."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    rng = np.random.default_rng(len(kind) + masked)
+    batch, steps, inputs, hidden = 2, 48, 64, 64
+    directions = 2 if direction == "bidirectional" else 1
+    gates = {"LSTMSequence": 4, "GRUSequence": 3, "RNNSequence": 1}[kind]
+    scale = np.float32(1 / hidden ** 0.5)
+    w = ops.constant(rng.standard_normal((directions, gates * hidden, inputs)).astype(np.float32) * scale)
+    r = ops.constant(rng.standard_normal((directions, gates * hidden, hidden)).astype(np.float32) * scale)
+    b = ops.constant((rng.standard_normal((directions, (gates + linear_before_reset) * hidden)) / 10).astype(np.float32))
+    x = ops.parameter([batch, steps, inputs], np.float32, name="x")
+    h0 = ops.constant((rng.standard_normal((batch, directions, hidden)) / 2).astype(np.float32))
+    lengths = ops.constant(np.array([steps, steps - 7] if masked else [steps, steps], np.int32))
+    if kind == "LSTMSequence":
+        c0 = ops.constant((rng.standard_normal((batch, directions, hidden)) / 2).astype(np.float32))
+        cell = ops.lstm_sequence(x, h0, c0, lengths, w, r, b, hidden, direction)
+    elif kind == "GRUSequence":
+        cell = ops.gru_sequence(x, h0, lengths, w, r, b, hidden, direction, linear_before_reset=linear_before_reset)
+    else:
+        cell = ops.rnn_sequence(x, h0, lengths, w, r, b, hidden, direction)
+    y = ops.reshape(ops.transpose(cell.output(0), ops.constant(np.array([0, 2, 1, 3], np.int64))),
+                    ops.constant(np.array([batch, steps, directions * hidden], np.int64)), False)
+    classes = ops.constant((rng.standard_normal((directions * hidden, 32)) / 8).astype(np.float32))
+    results = [ops.matmul(y, classes, False, False)]
+    if states_read:
+        results.append(ops.reduce_sum(cell.output(1), ops.constant(np.array([2], np.int64)), False))
+    xml = tmp_path / f"{kind}_{direction}_{masked}_{states_read}.xml"
+    ov.save_model(ov.Model(results, [x]), str(xml))
+    return xml, {"x": rng.standard_normal((batch, steps, inputs)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("kind, masked, linear_before_reset", [
+    ("LSTMSequence", False, False), ("LSTMSequence", True, False), ("GRUSequence", False, False),
+    ("GRUSequence", True, True), ("RNNSequence", False, False)])
+def test_recurrent_sequences_one_direction_in_each_process(tmp_path, paired, kind, masked, linear_before_reset):
+    """A bidirectional sequence whose final states nobody reads: its forward direction in the
+    parent, its reverse one in the worker, each into its half of Y; sequences of two lengths
+    (each direction masks its own).  Against OpenVINO and the one-process run."""
+    xml, feeds = _recurrent_network(tmp_path, kind, "bidirectional", masked, False, linear_before_reset)
+    expected = run_openvino(xml, [feeds["x"]])[0]
+    m = irrun.load(xml)
+    got = [m.infer(feeds)[0] for _ in range(2)]
+    pair = _pair(m)
+    assert pair and _both_halves_ran(pair)
+    steps = m._plan._program_steps
+    (split,) = [s for s in pair.splits if steps[s.position].node.layer.op_type == kind]
+    assert (split.axis, split.middle, split.shape[1]) == (1, 1, 2)
+    one = irrun.load(xml, threads=1).infer(feeds)[0]
+    for value in got:
+        assert_close(value, expected, what=kind)
+        assert_blas_close(value, one, what=f"{kind} against one process")

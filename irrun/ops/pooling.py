@@ -424,16 +424,18 @@ class MaxPool(_SlidingPool):
             return self.values
         return None
 
-    def values(self, x: np.ndarray, floor: bool = True) -> np.ndarray:
+    def values(self, x: np.ndarray, floor: bool = True, out: np.ndarray | None = None) -> np.ndarray:
         """The windows' maxima: in parts along the channels on every core when large, else a block
         of channels at a time (each block's passes then stay in cache: ResNet's 3x3 / 2 pool over
         64 x 112 x 112, 722 -> 680 us on one thread; in parts, blocks lost: 577 -> 635 us, the
         two threads' many short calls taking turns at the GIL).  `floor=False`: NaN where every tap
         is NaN, -inf where every tap is, not yet the lowest value (`floor_of`), for a caller that
-        raises them so itself (irrun/optimize.py's pools before their activation)."""
+        raises them so itself (irrun/optimize.py's pools before their activation).  `out`: where
+        to write them (of the compute type: irrun/split_steps.py's halves write the arena)."""
         dtype = _compute_dtype(x.dtype)
         pads_begin, dims, tiled = self.windows(x.shape[2:])
-        out = np.empty(x.shape[:2] + dims, dtype)
+        if out is None:
+            out = np.empty(x.shape[:2] + dims, dtype)
         lowest = lowest_value(dtype)
         at_least_lowest = self.floor_of(dtype) if floor else (lambda maxima, target: np.copyto(target, maxima))
 
