@@ -347,6 +347,8 @@ def _split_step(plan, k: int, step) -> Split | None:
         if sliced is None:
             return None
         return Split(k, shape, shape, axis, sliced, _matmul_compute(op.attrs.transpose_a, op.attrs.transpose_b))
+    if kind in _REDUCTIONS and len(step.inputs) == 2:
+        return _reduction_split(plan, k, step, shapes, shape, axis)
     sliced = None if axis is None else _row_wise_slices(plan, step, kind, shapes, shape, axis)
     if sliced is None or prod(shape) * _ROW_WISE.get(kind, 1.0) < MIN_SPLIT_WORK:
         return None
@@ -399,6 +401,30 @@ def _directions_split(plan, k: int, step, info) -> Split | None:
     shape = tuple(y.shape)
     return Split(k, shape, shape, 1, {}, None, middle=1, outputs=len(step.outputs),
                  computes=(direction(0, "forward"), direction(1, "reverse")))
+
+
+_REDUCTIONS = frozenset({"ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum"})
+
+
+def _reduction_split(plan, k: int, step, shapes: list, shape: tuple, axis: int | None) -> Split | None:
+    """A reduction by constant axes (the CRNN's maximum over the height of 256 x 4 x 64) in halves
+    along an axis it keeps: each half reduces its own slice of the data."""
+    from .ops.reduction import normalized_axes
+    values = plan.constants.get(step.inputs[1])
+    if axis is None or values is None or prod(shapes[0]) < MIN_SPLIT_WORK:
+        return None
+    rank = len(shapes[0])
+    reduced = normalized_axes(values, rank)
+    kept = [a for a in range(rank) if a not in reduced]
+    data_axis = axis if step.op.attrs.keep_dims else kept[axis] if axis < len(kept) else None
+    if data_axis is None or data_axis in reduced or shapes[0][data_axis] != shape[axis]:
+        return None
+    bind = getattr(step.op, "bind", None)
+    run, copyto = (bind(plan.step_info(step)) if bind else None) or step.op.run, np.copyto
+
+    def compute(args, out):
+        copyto(out, run(args[0], args[1]))
+    return Split(k, shape, shape, axis, {0: data_axis}, compute)
 
 
 def _all_f32(info) -> bool:

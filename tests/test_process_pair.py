@@ -113,6 +113,7 @@ def test_networks_in_two_processes_match_openvino(name, tmp_path, paired):
         assert (cut["LSTMSequence"].axis, cut["LSTMSequence"].middle) == (1, 1)
         pools = [s for s in pair.splits if steps[s.position].node.layer.op_type == "MaxPool"]
         assert len(pools) == 3 and all(s.axis == 1 for s in pools)
+        assert cut["ReduceMax"].axis == 1           # its maximum over the height, by channels
     if name == "yolo":  # places in the arena taken again by later steps
         assert pair.arena_bytes < sum(-(-s.nbytes // 4096) * 4096 for s in pair.splits)
     single = irrun.load(xml, threads=1)
@@ -246,6 +247,33 @@ def test_convolutions_in_halves(tmp_path, paired, groups, channels, height, widt
     assert (convolution[0].axis, convolution[0].middle) == CONVOLUTION_CUTS[groups, channels, height, width]
     assert_close(got, expected)
     assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
+
+
+@pytest.mark.parametrize("kind, axis, keep_dims", [
+    ("ReduceMax", 1, False), ("ReduceMean", 1, True), ("ReduceSum", -3, False), ("ReduceMin", 0, True)])
+def test_reductions_in_halves(tmp_path, paired, kind, axis, keep_dims):
+    """A reduction after a product, in halves along an axis it keeps (where the reduced axis comes
+    before it and is dropped, the data's axis is the next one).  Against OpenVINO."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    rng = np.random.default_rng(len(kind) + axis)
+    x = ops.parameter([1, 4, 128, 256], np.float32, name="x")
+    y = ops.relu(ops.matmul(x, ops.constant((rng.standard_normal((256, 256)) / 16).astype(np.float32)), False, False))
+    y = getattr(ops, "reduce_" + kind[len("Reduce"):].lower())(y, ops.constant(np.array([axis], np.int64)), keep_dims)
+    y = ops.matmul(y, ops.constant((rng.standard_normal((256, 64)) / 16).astype(np.float32)), False, False)
+    xml = tmp_path / "reduction.xml"
+    ov.save_model(ov.Model([y], [x]), str(xml))
+    feeds = {"x": rng.standard_normal((1, 4, 128, 256)).astype(np.float32)}
+    expected = run_openvino(xml, [feeds["x"]])[0]
+    m = irrun.load(xml)
+    got = [m.infer(feeds)[0] for _ in range(2)]
+    pair = _pair(m)
+    assert pair and _both_halves_ran(pair)
+    steps = m._plan._program_steps
+    (split,) = [s for s in pair.splits if steps[s.position].node.layer.op_type == kind]
+    assert split.sliced == {0: 2 if axis in (1, -3) else 1}
+    for value in got:
+        assert_close(value, expected, what=kind)
 
 
 def test_a_dead_worker_leaves_the_parent_alone(tmp_path, paired):
