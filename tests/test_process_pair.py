@@ -426,7 +426,8 @@ def _recurrent_network(tmp_path: Path, kind: str, direction: str, masked: bool, 
     scale = np.float32(1 / hidden ** 0.5)
     w = ops.constant(rng.standard_normal((directions, gates * hidden, inputs)).astype(np.float32) * scale)
     r = ops.constant(rng.standard_normal((directions, gates * hidden, hidden)).astype(np.float32) * scale)
-    b = ops.constant((rng.standard_normal((directions, (gates + linear_before_reset) * hidden)) / 10).astype(np.float32))
+    biases = (gates + linear_before_reset) * hidden
+    b = ops.constant((rng.standard_normal((directions, biases)) / 10).astype(np.float32))
     x = ops.parameter([batch, steps, inputs], np.float32, name="x")
     h0 = ops.constant((rng.standard_normal((batch, directions, hidden)) / 2).astype(np.float32))
     lengths = ops.constant(np.array([steps, steps - 7] if masked else [steps, steps], np.int32))

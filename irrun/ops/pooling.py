@@ -34,8 +34,8 @@ from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, format_shape, is_static_dim, normalize_axis
 from .common import scalar_extremum
-from .window import (SAME, axis_output, effective_kernel, inside_region, resolve_pads, same_pads, tap_outputs,
-                     window_output_dims)
+from .window import (SAME, axis_output, effective_kernel, inside_region, resolve_pads, same_pads, strided_view,
+                     tap_outputs, window_output_dims)
 
 _POOL_RANKS = (3, 4, 5)
 # MaxPool's values on one thread: channels in blocks of this many input elements (the block, its
@@ -131,6 +131,9 @@ def _separable(x: np.ndarray, combine, fill, kernel, strides, dilations, pads_be
         if axis == len(kernel) - 1 and s == 1 and k > 1 and o < SHORT_ROW:
             data = _short_rows(data, combine, fill, k, d, pb, o)
             continue
+        if axis == len(kernel) - 1 and s > 1 and k > 1 and combine in _ORDERLESS and data.flags.c_contiguous:
+            data = _strided_last_axis(data, combine, fill, k, s, d, pb, o)
+            continue
         size, before = data.shape[2 + axis], (slice(None),) * (2 + axis)
         views = []                  # (first, last output, what tap t reads for them)
         for t in range(k):
@@ -157,6 +160,45 @@ def _separable(x: np.ndarray, combine, fill, kernel, strides, dilations, pads_be
             combine(reached, view, out=reached)
         data = target
     return data
+
+
+# Combines whose result does not depend on the order of the taps (`_strided_last_axis` takes
+# them in another order than `_separable`'s: a sum's rounding would change)
+_ORDERLESS = frozenset({np.fmax, np.fmin, np.maximum, np.minimum})
+
+
+def _strided_last_axis(data: np.ndarray, combine, fill, k: int, s: int, d: int, pb: int, o: int) -> np.ndarray:
+    """`combine` over the last axis's k taps at stride s > 1 (dilation d, pb padded before) of
+    contiguous data: the windows that lie inside the data as every stride-1 window's taps combined
+    on the data flattened (k - 1 contiguous passes; windows across a row's end are never read),
+    then one strided copy of every s-th; the few at the edges, which reach into the padding, tap
+    by tap.  Strided taps are NumPy's slow loops: ResNet's 3x3 / 2 max pool over 64 x 112 x 112,
+    372 -> 295 us on one core."""
+    size, span = data.shape[-1], (k - 1) * d
+    first, last = min(o, -(-pb // s)), min(o, (size - 1 - span + pb) // s + 1)
+    target = np.empty(data.shape[:-1] + (o,), data.dtype)
+    rows = data.size // size if size else 0
+    if last > first and rows and span < size:
+        flat = data.reshape(-1)
+        length = flat.size - span
+        every = np.empty(length, data.dtype)
+        combine(flat[:length], flat[d:d + length], out=every)
+        for t in range(2, k):
+            combine(every, flat[t * d:t * d + length], out=every)
+        inside = strided_view(every[first * s - pb:], (rows, last - first), (size * data.itemsize, s * data.itemsize))
+        np.copyto(target.reshape(rows, o)[:, first:last], inside)
+    for j in [*range(min(first, o)), *range(max(last, first), o)]:
+        taps = [i for i in range(j * s - pb, j * s - pb + span + 1, d) if 0 <= i < size]
+        column = target[..., j]
+        if not taps:
+            column.fill(fill)
+        elif len(taps) == 1:
+            np.copyto(column, data[..., taps[0]])
+        else:
+            combine(data[..., taps[0]], data[..., taps[1]], out=column)
+            for i in taps[2:]:
+                combine(column, data[..., i], out=column)
+    return target
 
 
 def _flat_grid(x: np.ndarray, combine, fill, kernel, dilations, pads_begin, dims) -> np.ndarray:
