@@ -317,11 +317,18 @@ def in_part() -> bool:
     return _in_part.active
 
 
-def pool_owns_cores() -> bool:
-    """Whether kernels should cut their GEMMs into parts themselves: more than one thread, and
-    BLAS held to one (inside `single_threaded_blas`, which a convolution network's whole run is:
-    see `executor.Plan.convolution_network`)."""
+def blas_held_to_one() -> bool:
+    """Whether BLAS is held to one thread (inside `single_threaded_blas`) while irrun has more."""
     return _single_blas_blocks > 0 and threads() > 1
+
+
+def pool_owns_cores() -> bool:
+    """Whether kernels should cut their GEMMs into parts themselves: BLAS held to one thread (a
+    convolution network's whole run is: see `executor.Plan.convolution_network`), and not inside
+    a part or `parts_off` (a paired run's: its second core is the worker process's; the YOLO-style
+    net's row taps and Winograd blocks went to the pool there, 6.5% of the parent's time handing
+    them off and waiting, its helper thread taking the core the worker was on)."""
+    return _single_blas_blocks > 0 and threads() > 1 and not _in_part.active
 
 
 # A GEMM is cut into parts from this many multiply-adds per part: at 50 GMAC/s on one core a

@@ -83,11 +83,15 @@ def _both_halves_ran(pair) -> bool:
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
-def test_networks_in_two_processes_match_openvino(name, tmp_path, paired):
+def test_networks_in_two_processes_match_openvino(name, tmp_path, paired, monkeypatch):
     xml, feeds = _build(name, tmp_path)
     expected = run_openvino(xml, list(feeds.values()))
     m = irrun.load(xml)
+    handed = []             # parts handed to irrun's pool: none in a paired run (the worker has the core)
+    start = threads._Worker.start
+    monkeypatch.setattr(threads._Worker, "start", lambda worker, *a: (handed.append(a), start(worker, *a))[1])
     got = [m.infer(feeds) for _ in range(3)]
+    assert not handed
     pair = _pair(m)
     assert pair, "the network should run in two processes"
     assert _both_halves_ran(pair)

@@ -176,7 +176,7 @@ def _group_at_a_time(groups: int, og: int, rows: int, row_positions: int, output
     CRNN 2.83 -> 2.79 and 2.87 -> 2.80 ms, alternating), 8 at 16 x 128 0.87-0.88; but 16 groups
     of 16 -> 16 at 16 x 128 1.07, 8 of 16 -> 32 at 8 x 64 (512 positions) 1.23-1.28, groups of
     4-8 channels 1.26-1.34, and in parts on the pool (BLAS on one thread each) 1.14-1.18."""
-    if groups < 2 or threads.pool_owns_cores():
+    if groups < 2 or threads.blas_held_to_one():
         return False
     positions = max(1, min(COLUMN_BLOCK_ELEMENTS // max(rows * row_positions, 1), output_rows)) * row_positions
     return og >= GROUP_AT_A_TIME_OUTPUTS and rows >= GROUP_AT_A_TIME_DEPTH and positions >= GROUP_AT_A_TIME_POSITIONS
