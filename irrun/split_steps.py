@@ -591,15 +591,21 @@ def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, s
     if sliced is None:
         return None
     chain = make_chain(stages, operands, False, op._fail) if stages else None
+    in_place = make_chain(stages, operands, True, op._fail) if stages else None
     sides, copyto = operands[1:], np.copyto
 
     def computing(kernel):
         def compute(args, out):
             y = kernel(args)
-            if chain is not None:
+            if chain is None:
+                copyto(out, y)
+            elif out.flags.c_contiguous:
                 chain(y, *[args[p] for p in sides], out)
             else:
-                copyto(out, y)
+                # a half of the rows is a strided view of the buffer, into which NumPy's loops
+                # write slowly (a division 15.0 against 8.4 us over 32 x 40 x 80): the chain on
+                # the kernel's own output, contiguous and new, then one copy
+                copyto(out, in_place(y, *[args[p] for p in sides], y))
         return compute
     channels_last = final_shape == shape and getattr(op.head_step.op, "channels_last_output", False)
     return Split(k, shape, final_shape, axis, sliced, None, middle=middle, channels_last=channels_last,
