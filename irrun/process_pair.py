@@ -15,7 +15,8 @@ same rows of its data (irrun/split_steps.py checks it op by op).  Such a step wr
 the parent and the other half in the worker, into a buffer in the shared arena both processes
 map at the same address; each then waits for the other's half.  A product by a constant weight
 of few rows, or whose weight is held [out, in] (a weight-first product: irrun/ops/matrix.py), is
-cut along the weight's columns instead, each process reading half of the weight; a convolution
+cut along the weight's columns instead, each process reading half of the weight, and so is one
+of many rows by an [in, out] weight of 256 columns or more, into a row-major buffer; a convolution
 along its output rows or its output channels, whichever has each half read less of its data and
 filter; a max pool and the bias and Relu after it along the channels; a bidirectional
 recurrent sequence one direction in each process (irrun/split_steps.py).  The cheap steps between (Transposes, Reshapes, small layer norms, an

@@ -3,13 +3,14 @@ half is computed.
 
 A step splits where each row of its output (along one axis) depends only on the same rows of its
 data: a MatMul's rows or batches, softmax's and a layer norm's rows, an elementwise chain's
-elements; a product by a constant weight of few rows (one: a classifier's), or held [out, in]
-for a weight-first GEMM, along the weight's columns; a convolution along its output rows (each
-half reading the rows its window needs, padded only at the data's edge) or along its output
-channels (whole groups of a grouped one), whichever has each half read less (`_cut_reads`); each
-half of a convolution has a kernel bound to its shapes as the layer's own is (Winograd's
-transformed filter, im2col's laid-out one); a max pool and the layers after it that commute with
-it along the channels; a bidirectional recurrent sequence along its directions.  `splits_of` says
+elements; a product by a constant weight along the weight's columns (weight first, column-major,
+for few rows (one: a classifier's) or a weight held [out, in]; else row-major, from COLUMNS_FROM
+output columns); a convolution along its output rows (each half reading the rows its window
+needs, padded only at the data's edge) or along its output channels (whole groups of a grouped
+one), whichever has each half read less (`_cut_reads`); each half of a convolution has a kernel
+bound to its shapes as the layer's own is (Winograd's transformed filter, im2col's laid-out
+one); a max pool and the layers after it that commute with it along the channels; a
+bidirectional recurrent sequence along its directions.  `splits_of` says
 which steps of a plan split, or that the plan runs in one process.
 """
 from __future__ import annotations
@@ -29,6 +30,11 @@ MIN_SPLIT_WORK = 1 << 16
 MIN_SPLIT_MACS = 1 << 18
 # the share of the network's multiply-adds the split steps must hold
 MIN_SPLIT_SHARE = 0.8
+# Output columns from which a product of more rows by a constant [in, out] weight is cut along its
+# columns row-major (`_row_major_columns_split`), not along its rows: BERT's 256-column products so
+# 0.976-0.990 of its time; the ViT's 192-column ones (halves of 96) made it 1.037-1.046x slower,
+# its 768-column up-projections alone level (30 alternating blocks in one process each)
+COLUMNS_FROM = 256
 # Rows of data (all leading axes) up to which a product by a constant weight is cut along the
 # weight's columns: each process reads half of the weight (a transformer at sequence 17, batch 2:
 # halves of its 34 rows took 0.65-0.7 of the whole product's time, halves of the columns 0.52)
@@ -343,6 +349,8 @@ def _split_step(plan, k: int, step) -> Split | None:
         if constant[1] and len(shapes[1]) == 2 and not op.attrs.transpose_a and shape[-1] >= 2 \
                 and _by_columns(plan.constants[step.inputs[1]], op.attrs.transpose_b, prod(shape[:-1])):
             return _columns_split(k, None, [], [None], shapes, shape, shape, None, step, depth)
+        if constant[1] and len(shapes[1]) == 2 and not op.attrs.transpose_a and shape[-1] >= COLUMNS_FROM:
+            return _row_major_columns_split(k, None, [], [None], shapes, shape, shape, None, step)
         sliced = None if axis is None else _matmul_slices(op, shapes[0], shapes[1], shape, axis, constant[1])
         if sliced is None:
             return None
@@ -522,6 +530,8 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
         if constant[1] and len(b_shape) == 2 and not head.op.attrs.transpose_a and shape[-1] >= 2 \
                 and _by_columns(plan.constants[step.inputs[1]], head.op.attrs.transpose_b, prod(shape[:-1])):
             return _columns_split(k, op, stages, operands, shapes, shape, final_shape, make_chain, head, depth)
+        if constant[1] and len(b_shape) == 2 and not head.op.attrs.transpose_a and shape[-1] >= COLUMNS_FROM:
+            return _row_major_columns_split(k, op, stages, operands, shapes, shape, final_shape, make_chain, head)
         if axis is None:
             return None
         head_sliced = _matmul_slices(head.op, a_shape, b_shape, shape, axis, constant[1])
@@ -613,11 +623,11 @@ def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, s
 
 
 def _by_columns(weight: np.ndarray, transpose_b: bool, rows: int) -> bool:
-    """Whether a product by this constant weight is cut along its columns: few rows, or a weight
-    held [out, in] row by row (irrun/optimize.py lays it out so for weight-first products).  Rows
-    of x against such a weight read transposed are BLAS's slow case (64 x 256 @ [1024, 256].T:
-    227 against 151 us weight first); [in, out] weights of many rows are cut along the rows (all
-    of BERT's products by columns made it 1.08x slower, these two ways 0.88-0.91x)."""
+    """Whether a product by this constant weight is cut along its columns weight first
+    (`_columns_split`): few rows, or a weight held [out, in] row by row (irrun/optimize.py lays it
+    out so for weight-first products).  Rows of x against such a weight read transposed are BLAS's
+    slow case (64 x 256 @ [1024, 256].T: 227 against 151 us weight first).  Other products by a
+    constant weight are cut along its columns row-major (`_row_major_columns_split`)."""
     out_in = weight if transpose_b else weight.T
     return rows <= FEW_ROWS or out_in.flags.c_contiguous
 
@@ -644,6 +654,37 @@ def _columns_split(k: int, op, stages, operands, shapes: list, shape: tuple, fin
     return Split(k, shape, final_shape, axis, sliced, compute, by_columns=True)
 
 
+def _row_major_columns_split(k: int, op, stages, operands, shapes: list, shape: tuple, final_shape: tuple,
+                             make_chain, head) -> Split | None:
+    """A product of many rows by a constant [in, out] weight cut along the weight's columns: each
+    half x @ w[:, half] into a new array, its chain (bias, activation, residual) in place there,
+    then one copy into its columns of the row-major buffer.  Each process packs half of the weight
+    for BLAS instead of all of it (a row half of 197 x 192 x 768 on one core 158 us, a column half
+    141; 128 x 256 x 1024 227 against 186), and attention's heads are the halves' own columns.
+    The chain on the buffer's strided halves instead paid NumPy's per-row loops in every pass
+    (the ViT 1.26x slower than by rows).  Only from COLUMNS_FROM output columns."""
+    axis = len(shape) - 1
+    sliced = _sides_sliced(stages, shapes, shape, axis)
+    if sliced is None or 0 in sliced:
+        return None
+    transpose_b = head.op.attrs.transpose_b
+    sliced[1] = 0 if transpose_b else 1
+    chain = make_chain(stages, operands, True, op._fail) if stages else None
+    sides, matmul = operands[1:], np.matmul
+
+    copyto = np.copyto
+
+    def compute(args, out):
+        w = args[1]
+        y = matmul(args[0], w.T if transpose_b else w)
+        if chain is not None:
+            chain(y, *[args[p] for p in sides], y)
+        copyto(out, y)
+    return Split(k, shape, final_shape, axis, sliced, compute)
+
+
+
+
 def _step_macs(plan, step) -> int:
     macs = plan._layer_macs
     members = step.members or (step.node,)
@@ -652,9 +693,12 @@ def _step_macs(plan, step) -> int:
 
 def _reading_their_own_rows(steps, splits: list[Split]) -> list[Split]:
     """The splits but those of softmax and layer norms whose data a split step wrote cut another
-    way: each of their halves would wait for both halves of that step and read rows the other
-    process wrote half of, for nothing (a transformer's layer norms of 2 x 17 rows, after products
-    cut along the weight's columns, split along the batch: the network 1.073x slower)."""
+    way than along the same rows or along the last axis of a row-major buffer: after a weight-first
+    product's column-major halves, their halves would read rows the other process wrote half of in
+    a layout slow to read (a transformer's layer norms of 2 x 17 rows split along the batch: the
+    network 1.073x slower).  After row-major halves of columns each reads whole rows of both
+    halves, once the step's wait is past: BERT's norms so 0.992 of its time (quartiles
+    0.984-1.000) against whole in both processes, the ViT's level."""
     by_position = {s.position: s for s in splits}
     producer = {slot: k for k, step in enumerate(steps) for slot in step.outputs}
 
@@ -666,8 +710,9 @@ def _reading_their_own_rows(steps, splits: list[Split]) -> list[Split]:
         head = step.op.head_step if step.members and getattr(step.op, "head", False) else step
         source = by_position.get(producer.get(step.inputs[0])) if step.inputs else None
         if head.node.layer.op_type in _ROW_WISE and source is not None and (
-                source.by_columns or source.final_shape != s.shape or source.axis != s.axis
-                or middle(source) != middle(s)):
+                source.by_columns or source.final_shape != s.shape
+                or (source.axis != s.axis and source.axis != len(source.shape) - 1)
+                or (source.axis == s.axis and middle(source) != middle(s))):
             continue
         kept.append(s)
     return kept

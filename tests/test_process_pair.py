@@ -139,13 +139,14 @@ def test_networks_in_two_processes_match_openvino(name, tmp_path, paired, monkey
 
 
 @pytest.mark.parametrize("rows", [128, 17])
-def test_layer_norms_split_where_their_rows_are_their_own(rows, tmp_path, paired, monkeypatch):
+def test_layer_norms_split_where_their_rows_are_whole_and_row_major(rows, tmp_path, paired, monkeypatch):
     """Layer norms in halves (any size, here) where the step before them was cut along the same
-    rows (a BERT of 128 tokens, its products by rows), whole in both processes where it was cut
-    along the weight's columns (17 tokens): each half would read rows the other process wrote.
-    Against OpenVINO either way."""
+    rows or along the columns of a row-major buffer (a BERT of 128 tokens: its products by [in,
+    out] weights cut so, each half's chain on a contiguous copy), whole in both processes where
+    it was cut weight first into a column-major buffer (17 tokens).  Against OpenVINO either way."""
     from irrun import split_steps
     monkeypatch.setattr(split_steps, "MIN_SPLIT_WORK", 1 << 10)
+    monkeypatch.setattr(split_steps, "COLUMNS_FROM", 128)
     networks = _networks()
     g = networks.OpenVINOGraph("norms")
     outputs, feeds = networks.bert_encoder(g, np.random.default_rng(5), seq=rows, hidden=128, layers=2, heads=4,
@@ -162,11 +163,14 @@ def test_layer_norms_split_where_their_rows_are_their_own(rows, tmp_path, paired
     norms = [k for k, step in enumerate(steps)
              if step.members and step.op.head_step.node.layer.op_type == "MVN"]
     assert norms
+    row_major_columns = [s for s in pair.splits if not s.by_columns and s.axis == len(s.shape) - 1 and s.axis]
+    assert bool(row_major_columns) == (rows == 128)
     for k in norms:
         source = split.get(producer.get(steps[k].inputs[0]))
-        if k in split and source is not None:     # its rows are those its process wrote
-            assert not source.by_columns and (source.axis, source.middle) == (split[k].axis, split[k].middle)
-    # all in halves after products by rows; those after products by columns whole
+        if k in split and source is not None:     # whole rows, row-major, the same cut or by columns
+            assert not source.by_columns
+            assert (source.axis, source.middle) == (split[k].axis, split[k].middle) or source in row_major_columns
+    # all in halves after row-major buffers; those after weight-first products by columns whole
     assert all(k in split for k in norms) == (rows == 128)
     for (key, value), e in zip(got.items(), expected):
         assert_close(value, e, what=f"{rows} rows {key}")
