@@ -31,7 +31,7 @@ MIN_SPLIT_MACS = 1 << 18
 # the share of the network's multiply-adds the split steps must hold
 MIN_SPLIT_SHARE = 0.8
 # Output columns from which a product of more rows by a constant [in, out] weight is cut along its
-# columns row-major (`_row_major_columns_split`), not along its rows: BERT's 256-column products so
+# columns row-major (`_columns_split`), not along its rows: BERT's 256-column products so
 # 0.976-0.990 of its time; the ViT's 192-column ones (halves of 96) made it 1.037-1.046x slower,
 # its 768-column up-projections alone level (30 alternating blocks in one process each)
 COLUMNS_FROM = 256
@@ -350,7 +350,7 @@ def _split_step(plan, k: int, step) -> Split | None:
                 and _by_columns(plan.constants[step.inputs[1]], op.attrs.transpose_b, prod(shape[:-1])):
             return _columns_split(k, None, [], [None], shapes, shape, shape, None, step, depth)
         if constant[1] and len(shapes[1]) == 2 and not op.attrs.transpose_a and shape[-1] >= COLUMNS_FROM:
-            return _row_major_columns_split(k, None, [], [None], shapes, shape, shape, None, step)
+            return _columns_split(k, None, [], [None], shapes, shape, shape, None, step, depth, row_major=True)
         sliced = None if axis is None else _matmul_slices(op, shapes[0], shapes[1], shape, axis, constant[1])
         if sliced is None:
             return None
@@ -531,7 +531,8 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
                 and _by_columns(plan.constants[step.inputs[1]], head.op.attrs.transpose_b, prod(shape[:-1])):
             return _columns_split(k, op, stages, operands, shapes, shape, final_shape, make_chain, head, depth)
         if constant[1] and len(b_shape) == 2 and not head.op.attrs.transpose_a and shape[-1] >= COLUMNS_FROM:
-            return _row_major_columns_split(k, op, stages, operands, shapes, shape, final_shape, make_chain, head)
+            return _columns_split(k, op, stages, operands, shapes, shape, final_shape, make_chain, head, depth,
+                                  row_major=True)
         if axis is None:
             return None
         head_sliced = _matmul_slices(head.op, a_shape, b_shape, shape, axis, constant[1])
@@ -627,16 +628,26 @@ def _by_columns(weight: np.ndarray, transpose_b: bool, rows: int) -> bool:
     (`_columns_split`): few rows, or a weight held [out, in] row by row (irrun/optimize.py lays it
     out so for weight-first products).  Rows of x against such a weight read transposed are BLAS's
     slow case (64 x 256 @ [1024, 256].T: 227 against 151 us weight first).  Other products by a
-    constant weight are cut along its columns row-major (`_row_major_columns_split`)."""
+    constant weight are cut along its columns row-major (`_columns_split`)."""
     out_in = weight if transpose_b else weight.T
     return rows <= FEW_ROWS or out_in.flags.c_contiguous
 
 
 def _columns_split(k: int, op, stages, operands, shapes: list, shape: tuple, final_shape: tuple, make_chain,
-                   head, depth: int) -> Split | None:
-    """A product by a constant weight cut along the weight's columns, each half weight first
-    (out [n, rows] = w [n, in] @ x.T, BLAS writing the arena directly), the buffer column-major
-    as irrun/ops/matrix.py's `weight_first` leaves it; the chain then runs in place on it."""
+                   head, depth: int, row_major: bool = False) -> Split | None:
+    """A product by a constant weight cut along the weight's columns.
+
+    Weight first (`row_major` false): out [n, rows] = w [n, in] @ x.T, BLAS writing the arena
+    directly, the buffer column-major as irrun/ops/matrix.py's `weight_first` leaves it; the chain
+    then runs in place on it.
+
+    Row-major (many rows by an [in, out] weight of COLUMNS_FROM columns or more): x @ w[:, half]
+    into a new array, its chain (bias, activation, residual) in place there, then one copy into its
+    columns of the buffer.  Each process packs half of the weight for BLAS instead of all of it (a
+    row half of 197 x 192 x 768 on one core 158 us, a column half 141; 128 x 256 x 1024 227
+    against 186), and attention's heads are the halves' own columns.  The chain on the buffer's
+    strided halves instead paid NumPy's per-row loops in every pass (the ViT 1.26x slower than by
+    rows)."""
     axis = len(shape) - 1
     sliced = _sides_sliced(stages, shapes, shape, axis)
     if sliced is None or 0 in sliced:
@@ -644,7 +655,16 @@ def _columns_split(k: int, op, stages, operands, shapes: list, shape: tuple, fin
     transpose_b = head.op.attrs.transpose_b
     sliced[1] = 0 if transpose_b else 1
     chain = make_chain(stages, operands, True, op._fail) if stages else None
-    sides, matmul = operands[1:], np.matmul
+    sides, matmul, copyto = operands[1:], np.matmul, np.copyto
+
+    if row_major:
+        def compute(args, out):
+            w = args[1]
+            y = matmul(args[0], w.T if transpose_b else w)
+            if chain is not None:
+                chain(y, *[args[p] for p in sides], y)
+            copyto(out, y)
+        return Split(k, shape, final_shape, axis, sliced, compute)
 
     def compute(args, out):
         w = args[1]
@@ -652,37 +672,6 @@ def _columns_split(k: int, op, stages, operands, shapes: list, shape: tuple, fin
         if chain is not None:
             chain(out, *[args[p] for p in sides], out)
     return Split(k, shape, final_shape, axis, sliced, compute, by_columns=True)
-
-
-def _row_major_columns_split(k: int, op, stages, operands, shapes: list, shape: tuple, final_shape: tuple,
-                             make_chain, head) -> Split | None:
-    """A product of many rows by a constant [in, out] weight cut along the weight's columns: each
-    half x @ w[:, half] into a new array, its chain (bias, activation, residual) in place there,
-    then one copy into its columns of the row-major buffer.  Each process packs half of the weight
-    for BLAS instead of all of it (a row half of 197 x 192 x 768 on one core 158 us, a column half
-    141; 128 x 256 x 1024 227 against 186), and attention's heads are the halves' own columns.
-    The chain on the buffer's strided halves instead paid NumPy's per-row loops in every pass
-    (the ViT 1.26x slower than by rows).  Only from COLUMNS_FROM output columns."""
-    axis = len(shape) - 1
-    sliced = _sides_sliced(stages, shapes, shape, axis)
-    if sliced is None or 0 in sliced:
-        return None
-    transpose_b = head.op.attrs.transpose_b
-    sliced[1] = 0 if transpose_b else 1
-    chain = make_chain(stages, operands, True, op._fail) if stages else None
-    sides, matmul = operands[1:], np.matmul
-
-    copyto = np.copyto
-
-    def compute(args, out):
-        w = args[1]
-        y = matmul(args[0], w.T if transpose_b else w)
-        if chain is not None:
-            chain(y, *[args[p] for p in sides], y)
-        copyto(out, y)
-    return Split(k, shape, final_shape, axis, sliced, compute)
-
-
 
 
 def _step_macs(plan, step) -> int:

@@ -272,6 +272,13 @@ def test_reductions_in_halves(tmp_path, paired, kind, axis, keep_dims):
     xml = tmp_path / "reduction.xml"
     ov.save_model(ov.Model([y], [x]), str(xml))
     feeds = {"x": rng.standard_normal((1, 4, 128, 256)).astype(np.float32)}
+    split, _ = _paired_layer_split(xml, feeds, kind)
+    assert split.sliced == {0: 2 if axis in (1, -3) else 1}
+
+
+def _paired_layer_split(xml: Path, feeds: dict, kind: str):
+    """Two paired runs of a network of one input, checked against OpenVINO: (the split of its layer
+    of type `kind`, the model)."""
     expected = run_openvino(xml, [feeds["x"]])[0]
     m = irrun.load(xml)
     got = [m.infer(feeds)[0] for _ in range(2)]
@@ -279,9 +286,9 @@ def test_reductions_in_halves(tmp_path, paired, kind, axis, keep_dims):
     assert pair and _both_halves_ran(pair)
     steps = m._plan._program_steps
     (split,) = [s for s in pair.splits if steps[s.position].node.layer.op_type == kind]
-    assert split.sliced == {0: 2 if axis in (1, -3) else 1}
     for value in got:
         assert_close(value, expected, what=kind)
+    return split, m
 
 
 def test_a_dead_worker_leaves_the_parent_alone(tmp_path, paired):
@@ -465,15 +472,6 @@ def test_recurrent_sequences_one_direction_in_each_process(tmp_path, paired, kin
     parent, its reverse one in the worker, each into its half of Y; sequences of two lengths
     (each direction masks its own).  Against OpenVINO and the one-process run."""
     xml, feeds = _recurrent_network(tmp_path, kind, "bidirectional", masked, False, linear_before_reset)
-    expected = run_openvino(xml, [feeds["x"]])[0]
-    m = irrun.load(xml)
-    got = [m.infer(feeds)[0] for _ in range(2)]
-    pair = _pair(m)
-    assert pair and _both_halves_ran(pair)
-    steps = m._plan._program_steps
-    (split,) = [s for s in pair.splits if steps[s.position].node.layer.op_type == kind]
+    split, m = _paired_layer_split(xml, feeds, kind)
     assert (split.axis, split.middle, split.shape[1]) == (1, 1, 2)
-    one = irrun.load(xml, threads=1).infer(feeds)[0]
-    for value in got:
-        assert_close(value, expected, what=kind)
-        assert_blas_close(value, one, what=f"{kind} against one process")
+    assert_blas_close(m.infer(feeds)[0], irrun.load(xml, threads=1).infer(feeds)[0], what=f"{kind} against one process")
