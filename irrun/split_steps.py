@@ -390,8 +390,10 @@ def _directions_split(plan, k: int, step, info) -> Split | None:
             or any(s not in step.free for s in step.outputs[1:]) or _step_macs(plan, step) < MIN_SPLIT_MACS:
         return None
     states = op.kind.states
-    weights = [plan.constants.get(s) for s in step.inputs[2 + states:5 + states]]
-    if len(weights) != 3 or any(w is None or w.dtype != np.float32 for w in weights):
+    if len(step.inputs) != 5 + states:     # X, the initial states, the lengths, W, R, B
+        return None
+    weights = [plan.constants.get(s) for s in step.inputs[2 + states:]]
+    if any(w is None or w.dtype != np.float32 for w in weights):
         return None
     copyto = np.copyto
 
@@ -627,8 +629,8 @@ def _by_columns(weight: np.ndarray, transpose_b: bool, rows: int) -> bool:
     """Whether a product by this constant weight is cut along its columns weight first
     (`_columns_split`): few rows, or a weight held [out, in] row by row (irrun/optimize.py lays it
     out so for weight-first products).  Rows of x against such a weight read transposed are BLAS's
-    slow case (64 x 256 @ [1024, 256].T: 227 against 151 us weight first).  Other products by a
-    constant weight are cut along its columns row-major (`_columns_split`)."""
+    slow case (64 x 256 @ [1024, 256].T: 227 against 151 us weight first).  Others are cut along
+    the weight's columns row-major from COLUMNS_FROM output columns, else along their rows."""
     out_in = weight if transpose_b else weight.T
     return rows <= FEW_ROWS or out_in.flags.c_contiguous
 
