@@ -263,16 +263,14 @@ def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, window
     its rows meet the data's edge and none inside, through a kernel bound to that half's shapes as
     the layer's own would be (Winograd, im2col, pointwise).
     kernel(args) -> that half's output rows (a new array)."""
-    import copy
     from .executor import StepInfo
     from .registry import TensorType
     middle, (begin, end), halves = windows
     op = head.op
     kernels = []
     for (first, stop), (lo, hi), rows in halves:
-        half = copy.copy(op)
-        half.attrs = op.attrs.replaced({"pads_begin": (rows[0] - lo, *begin[1:]), "pads_end": (hi - rows[1], *end[1:]),
-                                        "auto_pad": "explicit"})
+        half = _with_attrs(op, {"pads_begin": (rows[0] - lo, *begin[1:]), "pads_end": (hi - rows[1], *end[1:]),
+                                "auto_pad": "explicit"})
         x_shape = (*data.shape[:2], rows[1] - rows[0], *data.shape[3:])
         out_shape = (*shape[:2], stop - first, *shape[3:])
         info = StepInfo([TensorType(x_shape, data.etype), TensorType(weight.shape, data.etype, weight)],
@@ -280,6 +278,14 @@ def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, window
         bound = half.bind(info) or half.run
         kernels.append(_convolution_kernel(bound, weight, None, rows))
     return middle, tuple(kernels)
+
+
+def _with_attrs(op, changes: dict):
+    """A copy of `op` (its caches too) with these attributes changed: a half's own kernel."""
+    import copy
+    half = copy.copy(op)
+    half.attrs = op.attrs.replaced(changes)
+    return half
 
 
 def _filter_and_data(plan, head):
@@ -382,7 +388,6 @@ def _directions_split(plan, k: int, step, info) -> Split | None:
     Y [batch, 2, T, hidden].  (A direction's steps cost most of what both stacked do, being calls
     more than arithmetic: the CRNN's LSTM both ways 712 us on BLAS's two threads, one way 507 on
     one; run whole in each process it took 757 and made the paired network 1.09-1.11x slower.)"""
-    import copy
     op = step.op
     y = info.outputs[0]
     if op.attrs.direction != "bidirectional" or op.run_replaced() or y is None or y.etype.name != "f32" \
@@ -398,8 +403,7 @@ def _directions_split(plan, k: int, step, info) -> Split | None:
     copyto = np.copyto
 
     def direction(d: int, name: str) -> Callable:
-        half = copy.copy(op)
-        half.attrs = op.attrs.replaced({"direction": name})
+        half = _with_attrs(op, {"direction": name})
         # (its own contiguous weights, kept: the op keeps its laid-out weights while handed the same ones)
         w, r, b = (np.ascontiguousarray(w[d:d + 1]) for w in weights)
         cut = slice(d, d + 1)
@@ -618,7 +622,7 @@ def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, s
                 # a half of the rows is a strided view of the buffer, into which NumPy's loops
                 # write slowly (a division 15.0 against 8.4 us over 32 x 40 x 80): the chain on
                 # the kernel's own output, contiguous and new, then one copy
-                copyto(out, in_place(y, *[args[p] for p in sides], y))
+                _chained_then_copied(in_place, y, [args[p] for p in sides], out)
         return compute
     channels_last = final_shape == shape and getattr(op.head_step.op, "channels_last_output", False)
     return Split(k, shape, final_shape, axis, sliced, None, middle=middle, channels_last=channels_last,
@@ -657,15 +661,12 @@ def _columns_split(k: int, op, stages, operands, shapes: list, shape: tuple, fin
     transpose_b = head.op.attrs.transpose_b
     sliced[1] = 0 if transpose_b else 1
     chain = make_chain(stages, operands, True, op._fail) if stages else None
-    sides, matmul, copyto = operands[1:], np.matmul, np.copyto
+    sides, matmul = operands[1:], np.matmul
 
     if row_major:
         def compute(args, out):
             w = args[1]
-            y = matmul(args[0], w.T if transpose_b else w)
-            if chain is not None:
-                chain(y, *[args[p] for p in sides], y)
-            copyto(out, y)
+            _chained_then_copied(chain, matmul(args[0], w.T if transpose_b else w), [args[p] for p in sides], out)
         return Split(k, shape, final_shape, axis, sliced, compute)
 
     def compute(args, out):
@@ -674,6 +675,14 @@ def _columns_split(k: int, op, stages, operands, shapes: list, shape: tuple, fin
         if chain is not None:
             chain(out, *[args[p] for p in sides], out)
     return Split(k, shape, final_shape, axis, sliced, compute, by_columns=True)
+
+
+def _chained_then_copied(chain, y: np.ndarray, sides: list, out: np.ndarray) -> None:
+    """A half's chain run in place on its own new, contiguous output `y`, then one copy into its
+    strided place `out` in the buffer (NumPy's loops write strided views slowly)."""
+    if chain is not None:
+        chain(y, *sides, y)
+    np.copyto(out, y)
 
 
 def _step_macs(plan, step) -> int:

@@ -328,7 +328,7 @@ def pool_owns_cores() -> bool:
     a part or `parts_off` (a paired run's: its second core is the worker process's; the YOLO-style
     net's row taps and Winograd blocks went to the pool there, 6.5% of the parent's time handing
     them off and waiting, its helper thread taking the core the worker was on)."""
-    return _single_blas_blocks > 0 and threads() > 1 and not _in_part.active
+    return blas_held_to_one() and not _in_part.active
 
 
 # A GEMM is cut into parts from this many multiply-adds per part: at 50 GMAC/s on one core a
