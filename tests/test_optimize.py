@@ -402,9 +402,9 @@ def test_transposed_gemm_weights_are_stored_transposed(tied, tmp_path):
 @pytest.mark.parametrize("shape", [(2, 17, 16), (34, 16), (1, 1, 16)], ids=["2x17", "34", "1"])
 def test_few_rows_times_weights_run_weight_first(shape, transpose_b, monkeypatch, tmp_path):
     """Data of at most FEW_ROWS rows: the weights are held [out, in] row by row (as stored with
-    transpose_b, else laid out so; not for one row) and the products run weight first, the values
-    of the other order to BLAS's rounding (optimize=False computes x @ w).  One row runs BLAS's GEMV
-    through np.dot instead, either layout."""
+    transpose_b, else laid out so) and the products run weight first, the values of the other
+    order to BLAS's rounding (optimize=False computes x @ w).  One row: the weights held [in, out]
+    row by row (as stored without transpose_b, else laid out so), BLAS's GEMV through np.dot."""
     import irrun.ops.matrix as matrix
     calls, weight_first, dots, dot = [], matrix.weight_first, [], np.dot
     monkeypatch.setattr(matrix, "weight_first", lambda x, w: calls.append(x.shape) or weight_first(x, w))
@@ -414,8 +414,7 @@ def test_few_rows_times_weights_run_weight_first(shape, transpose_b, monkeypatch
     on = check_both_ways(xml, {"x": x})
     weights = [v for v in on._plan.constants.values() if getattr(v, "ndim", 0) == 2]
     one_row = np.prod(shape[:-1]) == 1
-    assert len(weights) == 2 and all((v if transpose_b else v.T).flags.c_contiguous != (one_row and not transpose_b)
-                                     for v in weights)
+    assert len(weights) == 2 and all((v if transpose_b else v.T).flags.c_contiguous != one_row for v in weights)
     calls.clear(), dots.clear()
     on.infer({"x": x})
     assert (len(calls), len(dots)) == ((0, 2) if one_row else (2, 0))
@@ -482,11 +481,15 @@ def test_weight_first_products_flow_on_column_major(monkeypatch, tmp_path):
     assert layouts and all(layouts)
 
 
-def test_a_vector_times_transposed_weights_keeps_the_layout(tmp_path):
-    x = ops.parameter([1, 16], ov.Type.f32, name="x")
+@pytest.mark.parametrize("shape", [(1, 16), (16,)], ids=["row", "vector"])
+def test_a_row_times_transposed_weights_streams_their_rows(shape, tmp_path):
+    """One row of data: the [out, in] weight held [in, out] row by row (BLAS's GEMV then streams
+    its rows); a 1-D vector, whose product NumPy runs otherwise, keeps it as stored."""
+    x = ops.parameter(list(shape), ov.Type.f32, name="x")
     xml = save(ov.Model([ops.result(ops.matmul(x, _c((24, 16)), False, True))], [x]), tmp_path / "m.xml")
-    m = check_both_ways(xml, {"x": RNG.standard_normal((1, 16)).astype(np.float32)})
-    assert not any(v.flags.f_contiguous and v.ndim == 2 for v in m._plan.constants.values())
+    m = check_both_ways(xml, {"x": RNG.standard_normal(shape).astype(np.float32)})
+    weights = [v for v in m._plan.constants.values() if getattr(v, "ndim", 0) == 2]
+    assert len(weights) == 1 and weights[0].flags.f_contiguous == (len(shape) == 2)
 
 
 def _inverted_residuals():
