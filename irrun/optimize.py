@@ -336,6 +336,15 @@ def _channels_last_into_depthwise(plan, steps: list) -> None:
             head.op.channels_last_output = True
 
 
+def gemm_data_rows(plan, step) -> int | None:
+    """The rows of data a MatMul step multiplies (its first input's elements over its last axis),
+    where known at load."""
+    data = plan.analysis.type_of(step.node.inputs[0])
+    if data is None or data.rank is None or data.rank < 1 or not is_static(data.shape):
+        return None
+    return prod(data.shape[:-1])
+
+
 def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
     """Constant MatMul weights stored in the memory layout their GEMM runs fastest with (the same
     values): [in, out] rows for data of many rows (BLAS's faster layout: 128 x 256 x 768 on two
@@ -345,10 +354,14 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
     rows for one row of data (an LLM's decoding step), whose GEMV then streams the weight's rows
     (OpenBLAS's `y += x_i w_i`) where [out, in] rows make it take a dot product per output: the
     benchmark's decoder step 0.77-0.83 of its time on an AMD EPYC of family 19h, on two threads and
-    on one.  (The GEMMs' products are bit for bit those of the other layout, measured; a GEMV's
-    are summed in another order.)  Only a weight no other step or Result reads (a Gather of tied
-    embeddings wants its rows contiguous), and data whose rows are known at load.  The
-    original's mapped pages are released.  Returns how many weights were laid out."""
+    on one.  Data whose rows are known only at run time (an LLM's, exported with dynamic
+    dimensions) gets [in, out] rows too: without weight first, NumPy's matmul runs faster so at
+    every count of rows measured there (1 to 512 rows by 256-1024 x 256-1024 weights: 0.57-0.95
+    of the time), the benchmark's decoder step reshaped to dynamic input 0.88.  (The GEMMs'
+    products are bit for bit those of the other layout, measured; a GEMV's are summed in another
+    order.)  Only a weight no other step or Result reads (a Gather of tied embeddings wants its
+    rows contiguous).  The original's mapped pages are released.  Returns how many weights were
+    laid out."""
     readers: dict[int, int] = {}
     for step in steps:
         for s in step.inputs:
@@ -363,15 +376,15 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
         if attrs.transpose_a or len(step.inputs) != 2 or readers.get(step.inputs[1]) != 1 or step.op.run_replaced():
             continue
         data = plan.analysis.type_of(step.node.inputs[0])
-        if data is None or not is_static(data.shape) or len(data.shape) < 2:
+        if data is None or data.rank is None or data.rank < 2:
             continue
         weight = plan.constants.get(step.inputs[1])
         if weight is None or weight.ndim != 2 or weight.dtype.kind != "f" or weight.dtype.itemsize < 4 \
                 or not weight.flags.c_contiguous:
             continue
         k, n = weight.shape[::-1] if attrs.transpose_b else weight.shape
-        rows = prod(data.shape[:-1])
-        rows_out_in = rows > 1 and runs_weight_first(rows, k, n)     # [out, in] in memory, row by row
+        rows = gemm_data_rows(plan, step)
+        rows_out_in = rows is not None and rows > 1 and runs_weight_first(rows, k, n)   # [out, in] in memory
         if rows_out_in == bool(attrs.transpose_b):
             continue                                        # (as stored already)
         plan.constants[step.inputs[1]] = np.ascontiguousarray(weight.T).T
