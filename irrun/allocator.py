@@ -46,3 +46,15 @@ def _mallopt() -> bool:
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     # (the mmap threshold first: setting either one ends glibc's dynamic adjustment of both)
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def give_back_freed_memory() -> None:
+    """Return the heap's free memory to the kernel now (glibc's malloc_trim): after load-time
+    copies that freed more than an inference will ask for again (irrun/huge_pages.py's 17 MB of
+    a decoder's weights), which the settings above would otherwise keep.  No effect off glibc."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.gnu_get_libc_version
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
