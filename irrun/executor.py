@@ -549,6 +549,8 @@ class Plan:
         try:
             # (a paired run sets its own threads: none of the pool's, BLAS on one)
             if watchers or not self._run_paired(slots):
+                if self._pair:
+                    self._pair.sleep()      # (not spinning beside this run)
                 with (threads.network_parts() if self.convolution_network else
                       threads.parts_off() if self.blas_network else
                       threads.elementwise_whole() if self.convolutions_wake_blas else _NO_CHANGE):

@@ -28,8 +28,8 @@ one-process results up to a GEMM's rounding.
 * The worker is forked once the plan has run `PAIR_AFTER_RUNS` times in one process (a single
   `irrun infer` never forks), with BLAS on one thread; the parent holds BLAS to one thread while
   a paired run goes (a worker spinning beside OpenBLAS's own threads made BERT 2-2.6x slower).
-* Between runs the worker spins for `SPIN_AFTER_RUN_S`, then sleeps on a pipe until the next
-  run wakes it (a wake costs one futex round trip, once a run; a worker woken for each half lost
+* Between runs the worker spins for `SPIN_AFTER_RUN_S` (unless a run in one process follows:
+  `Pair.sleep`), then sleeps on a pipe until the next run wakes it (a wake costs one futex round trip, once a run; a worker woken for each half lost
   the gain: BERT 1.019x).  It exits when the plan is collected, at exit, or when its parent dies.
 * A worker that died, or failed on its half, has its halves done by the parent; a dead one is
   not replaced (the plan runs in one process from then on).  A parent's failure reports the
@@ -85,7 +85,7 @@ ARENA_MOST_BYTES = 256 << 20
 _ALIGN = 4096
 
 # the control block: int64 words, each process's progress on a cache line of its own
-_RUN, _PARKED, _STOP, _ABORT, _FAILED = 0, 1, 2, 3, 4
+_RUN, _PARKED, _STOP, _ABORT, _FAILED, _SLEEP = 0, 1, 2, 3, 4, 5
 _PROGRESS = (8, 16)          # split steps done: the parent's, the worker's
 _CONTROL_WORDS = 32
 _POLL = 0x3FFF               # spins between checks for a dead or parked peer
@@ -254,7 +254,7 @@ class Pair:
             start, spins = perf_counter(), 0
             while control[_RUN] == seen and not control[_STOP]:
                 spins += 1
-                if not spins & 0x3FF and perf_counter() - start > SPIN_AFTER_RUN_S:
+                if not spins & 0x3FF and (control[_SLEEP] or perf_counter() - start > SPIN_AFTER_RUN_S):
                     control[_PARKED] = 1
                     while control[_RUN] == seen and not control[_STOP]:
                         ready, _, _ = select.select([wake_end], [], [], 1.0)
@@ -312,6 +312,7 @@ class Pair:
             self.run_number += 1
             self.alone = False
             control = self.control
+            control[_SLEEP] = 0
             control[_RUN] = self.run_number
             if control[_PARKED]:
                 self._wake()
@@ -326,6 +327,12 @@ class Pair:
             return True
         finally:
             self.lock.release()
+
+    def sleep(self) -> None:
+        """Have the worker sleep now rather than spin out its SPIN_AFTER_RUN_S: a run in one
+        process follows (watched: a profile alternates plain and timed runs, and the CRNN's timed
+        layers took up to 3.6x as long beside a spinning worker)."""
+        self.control[_SLEEP] = 1
 
     def close(self) -> None:
         if self.pid is not None:

@@ -9,6 +9,7 @@ import os
 import platform
 import signal
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ import pytest
 import irrun
 from irrun import process_pair, threads
 from irrun.errors import IrrunError
+from irrun.watch import Collect
 
 from .ovutil import assert_blas_close, assert_close, run_openvino
 
@@ -303,6 +305,28 @@ def test_a_dead_worker_leaves_the_parent_alone(tmp_path, paired):
             assert_blas_close(value, expected[key], what=key)
             assert_close(value, e, what=key)
     assert _pair(m) is False
+
+
+def test_a_watched_run_has_the_worker_sleep_rather_than_spin_beside_it(tmp_path, paired, monkeypatch):
+    """After a paired run the worker spins a while for the next; a run in one process (watched: a
+    profile's timed runs) has it sleep at once, and the next paired run wakes it: the same values
+    as OpenVINO throughout."""
+    monkeypatch.setattr(process_pair, "SPIN_AFTER_RUN_S", 60.0)     # (the worker forks with it)
+    xml = _projection(tmp_path, 160)
+    x = np.random.default_rng(2).standard_normal((1, 160, 256)).astype(np.float32)
+    expected = run_openvino(xml, [x])[0]
+    m = irrun.load(xml)
+    assert_close(m.infer({"x": x})[0], expected)
+    pair = _pair(m)
+    assert pair and _both_halves_ran(pair) and not pair.control[process_pair._PARKED]
+    assert_close(m.infer({"x": x}, watch=[Collect()])[0], expected)
+    deadline = time.monotonic() + 10
+    while not pair.control[process_pair._PARKED] and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert pair.control[process_pair._PARKED]
+    run = pair.run_number
+    assert_close(m.infer({"x": x})[0], expected)
+    assert pair.run_number == run + 1 and _both_halves_ran(pair)
 
 
 def test_a_worker_failing_on_its_half_has_the_parent_do_it(tmp_path, paired, monkeypatch):

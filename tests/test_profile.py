@@ -90,6 +90,17 @@ def test_python_api():
     assert 3 <= default.repeat <= 100
 
 
+def test_plain_runs_come_first_then_the_timed_ones(monkeypatch):
+    """`repeat` plain runs, then `repeat` watched ones, not alternating: a model that runs in two
+    processes runs its watched runs in one, and alternating would have each plain run wait for the
+    worker to wake (or each watched run have it spinning beside it)."""
+    m = irrun.load(BERT)
+    calls, infer = [], m.infer
+    monkeypatch.setattr(m, "infer", lambda feeds, **kw: calls.append(bool(kw.get("watch"))) or infer(feeds, **kw))
+    irrun.profile(m, dict(np.load(BERT_IN)), repeat=3)
+    assert calls == [False] * 4 + [True] * 3          # (a warm-up first)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--repeat", "3"], "--repeat goes with --profile or --trace"),
     (["--profile", "--repeat", "0"], "repeat must be at least 1"),
