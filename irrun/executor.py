@@ -267,10 +267,11 @@ class Plan:
             step.key_name = self.key_names[step.node.id]
         self.layer_steps = steps          # one step per layer run, as folded at load (variants start here)
         if optimize:
-            from .huge_pages import gemm_weights_on_huge_pages
+            from .huge_pages import GemvWeightPages
             from .optimize import lay_out_gemm_weights
-            lay_out_gemm_weights(self, steps, release)
-            gemm_weights_on_huge_pages(self, steps, release)
+            pages = GemvWeightPages(self, steps)
+            lay_out_gemm_weights(self, steps, release, pages)
+            pages.move_the_rest(release)
         # What every call starts from: the constants in their slots.
         self._initial: list = [None] * self.n_slots
         for s, v in self.constants.items():

@@ -7,9 +7,12 @@ ones (irrun/allocator.py), never does.  So the constant weights of MatMul steps 
 of data, or with rows known only at run time (an LLM's), are copied into one 2 MiB-aligned
 mapping that asks: the benchmark's decoder step 0.90 of its time on two threads, 0.93 on one (an
 AMD EPYC of family 19h, in one process alternating with the weights where they were).  The
-copies replace the weights in the plan before kernels are bound; a weight mapped from the .bin
-leaves memory (`release`), a folded one is freed with the plan's last reference to it, and the
-heap it leaves is given back.  Off Linux, or where transparent huge pages are off, nothing changes.
+copies replace the weights in the plan before kernels are bound (a weight laid out anew at load
+is copied there in its new layout, once); a weight mapped from the .bin leaves memory
+(`release`), a folded one is freed with the plan's last reference to it, and the heap it leaves
+is given back.  Loading pays for the mapping's first touch (on a virtual machine, 7-40 ms for
+the decoder's 17 MB, as much as for fresh heap).  Off Linux, or where transparent huge pages are
+off, nothing changes.
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ def _available() -> bool:
         return False
 
 
-def _gemm_weight_slots(plan, steps: list) -> list[int]:
+def _gemv_weight_slots(plan, steps: list) -> list[int]:
     """The slots of constant weights (2-D floats of SMALLEST_WEIGHT or more) MatMul steps read
     with one row of data, or with rows known only at run time (an LLM's, decoding one at a time).
     Products of many rows gain little, their weights packed for BLAS on each call (BERT 0.98, the
@@ -58,35 +61,59 @@ def _gemm_weight_slots(plan, steps: list) -> list[int]:
     return list(slots)
 
 
-def gemm_weights_on_huge_pages(plan, steps: list, release=None) -> int:
-    """Copy the constant weights of `plan`'s MatMul steps into one mapping on huge pages, each in
-    its own memory layout, and put the copies in their slots; `release` is told of each original.
-    Returns how many bytes were moved (0 where nothing was)."""
-    slots = _gemm_weight_slots(plan, steps)
-    sizes = [-(-plan.constants[s].nbytes // _ALIGN) * _ALIGN for s in slots]
-    total = sum(sizes)
-    if total < SMALLEST_TOTAL or not _available():
-        return 0
-    pages = -(-total // HUGE_PAGE) * HUGE_PAGE
-    mapping = mmap.mmap(-1, pages + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    memory = np.frombuffer(mapping, np.uint8)
-    skip = -memory.ctypes.data % HUGE_PAGE          # (the kernel backs only 2 MiB-aligned ranges so)
-    mapping.madvise(mmap.MADV_HUGEPAGE, skip, pages)
-    at, unreturned = skip, 0
-    for s, size in zip(slots, sizes):
-        weight = plan.constants[s]
-        rows = weight if weight.flags.c_contiguous else weight.T      # (as it lies in memory)
-        copy = memory[at:at + weight.nbytes].view(weight.dtype).reshape(rows.shape)
+class GemvWeightPages:
+    """One mapping on huge pages for the GEMV weights of a plan's steps, a place in it for each
+    (none at all where they come to less than SMALLEST_TOTAL, or huge pages are off).  A weight
+    laid out anew at load (irrun/optimize.py) is copied there in its new layout (`place`: one
+    copy, not two), the others as they lie (`move_the_rest`)."""
+
+    def __init__(self, plan, steps: list):
+        self.plan = plan
+        self.bytes = 0
+        self._places: dict[int, int] = {}          # slot -> its offset in the mapping
+        self._unreturned = 0
+        slots = _gemv_weight_slots(plan, steps)
+        sizes = [-(-plan.constants[s].nbytes // _ALIGN) * _ALIGN for s in slots]
+        total = sum(sizes)
+        if total < SMALLEST_TOTAL or not _available():
+            return
+        pages = -(-total // HUGE_PAGE) * HUGE_PAGE
+        mapping = mmap.mmap(-1, pages + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self._memory = np.frombuffer(mapping, np.uint8)
+        at = -self._memory.ctypes.data % HUGE_PAGE     # (the kernel backs only 2 MiB-aligned ranges so)
+        mapping.madvise(mmap.MADV_HUGEPAGE, at, pages)
+        for s, size in zip(slots, sizes):
+            self._places[s] = at
+            at += size
+        self.bytes = total
+
+    def place(self, slot: int, weight: np.ndarray, columns_first: bool) -> np.ndarray | None:
+        """`weight` copied to its place, held column by column in memory where `columns_first`
+        (F order), else row by row; None where the slot has no place (or has been given one)."""
+        at = self._places.pop(slot, None)
+        if at is None:
+            return None
+        rows = weight.T if columns_first else weight
+        copy = self._memory[at:at + weight.nbytes].view(weight.dtype).reshape(rows.shape)
         copy[...] = rows
-        plan.constants[s] = copy if rows is weight else copy.T
-        if release is not None:
-            release(weight)
-        at, unreturned = at + size, unreturned + size
-        del weight, rows
-        if unreturned >= RETURN_EVERY:
+        self._unreturned += weight.nbytes
+        if self._unreturned >= RETURN_EVERY:
             # (the heap keeps what it frees: the originals and their copies would be held at
             # once, a model's weights twice, until the end)
             give_back_freed_memory()
-            unreturned = 0
-    give_back_freed_memory()
-    return total
+            self._unreturned = 0
+        return copy.T if columns_first else copy
+
+    def move_the_rest(self, release=None) -> int:
+        """Every weight not yet placed to its place, in its layout, in the plan's slots (`release`
+        told of each original); the heap the originals leave given back.  Returns the bytes that
+        the mapping holds (0 where there is none)."""
+        for slot in list(self._places):
+            weight = self.plan.constants[slot]
+            self.plan.constants[slot] = self.place(slot, weight, not weight.flags.c_contiguous)
+            if release is not None:
+                release(weight)
+            del weight
+        if self.bytes:
+            give_back_freed_memory()
+        return self.bytes

@@ -345,7 +345,7 @@ def gemm_data_rows(plan, step) -> int | None:
     return prod(data.shape[:-1])
 
 
-def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
+def lay_out_gemm_weights(plan, steps: list, release=None, pages=None) -> int:
     """Constant MatMul weights stored in the memory layout their GEMM runs fastest with (the same
     values): [in, out] rows for data of many rows (BLAS's faster layout: 128 x 256 x 768 on two
     cores 213 -> 182 us, for weights PyTorch and OpenVINO's FullyConnected keep as [out, in] and
@@ -360,7 +360,8 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
     of the time), the benchmark's decoder step reshaped to dynamic input 0.88.  (The GEMMs'
     products are bit for bit those of the other layout, measured; a GEMV's are summed in another
     order.)  Only a weight no other step or Result reads (a Gather of tied embeddings wants its
-    rows contiguous).  The original's mapped pages are released.  Returns how many weights were
+    rows contiguous).  The original's mapped pages are released.  `pages` (irrun/huge_pages.py),
+    where given, takes the new copy of a weight it has a place for.  Returns how many weights were
     laid out."""
     readers: dict[int, int] = {}
     for step in steps:
@@ -387,7 +388,8 @@ def lay_out_gemm_weights(plan, steps: list, release=None) -> int:
         rows_out_in = rows is not None and rows > 1 and runs_weight_first(rows, k, n)   # [out, in] in memory
         if rows_out_in == bool(attrs.transpose_b):
             continue                                        # (as stored already)
-        plan.constants[step.inputs[1]] = np.ascontiguousarray(weight.T).T
+        placed = None if pages is None else pages.place(step.inputs[1], weight, columns_first=True)
+        plan.constants[step.inputs[1]] = np.ascontiguousarray(weight.T).T if placed is None else placed
         if release is not None:
             release(weight)
         done += 1
