@@ -81,7 +81,10 @@ class GemvWeightPages:
         mapping = mmap.mmap(-1, pages + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         self._memory = np.frombuffer(mapping, np.uint8)
         at = -self._memory.ctypes.data % HUGE_PAGE     # (the kernel backs only 2 MiB-aligned ranges so)
-        mapping.madvise(mmap.MADV_HUGEPAGE, at, pages)
+        try:
+            mapping.madvise(mmap.MADV_HUGEPAGE, at, pages)
+        except OSError:                                 # (a kernel without them: the weights stay)
+            return
         for s, size in zip(slots, sizes):
             self._places[s] = at
             at += size
