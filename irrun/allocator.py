@@ -36,13 +36,27 @@ def keep_freed_memory() -> bool:
     return _tuned
 
 
+_libc = None
+
+
+def _glibc():
+    """glibc, loaded once; None off glibc (other libcs' mallopt take other parameters)."""
+    global _libc
+    if _libc is None:
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            libc.gnu_get_libc_version
+            _libc = libc
+        except (OSError, AttributeError):
+            _libc = False
+    return _libc or None
+
+
 def _mallopt() -> bool:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-        libc.gnu_get_libc_version    # glibc only: other libcs' mallopt take other parameters
-    except (OSError, AttributeError):
+    libc = _glibc()
+    if libc is None:
         return False
+    mallopt = libc.mallopt
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     # (the mmap threshold first: setting either one ends glibc's dynamic adjustment of both)
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
@@ -52,9 +66,6 @@ def give_back_freed_memory() -> None:
     """Return the heap's free memory to the kernel now (glibc's malloc_trim): after load-time
     copies that freed more than an inference will ask for again (irrun/huge_pages.py's 17 MB of
     a decoder's weights), which the settings above would otherwise keep.  No effect off glibc."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.gnu_get_libc_version
+    libc = _glibc()
+    if libc is not None:
         libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
