@@ -11,7 +11,10 @@ each runtime's round with the lowest median counts (a shared machine has
 busy spells that would otherwise fall on one runtime and not the other).  Prints
 Markdown tables: latency, load and memory, convolution GFLOP/s against
 numpy.matmul on the same GEMM, and where irrun's time goes per network.
-Each output is checked against OpenVINO's (max relative error).
+Each output is checked against OpenVINO's (max relative error).  Before and
+after, a second's probe of the machine's state (`machine_state.py`: memory and
+cache bandwidth, a NumPy call's cost, GEMM speed, what two threads gain), which
+`--json` keeps under "_machine".
 
 The default run takes about 3 minutes on 2 cores (longer on a busy machine),
 `--quick` (one round, 5 repeats, no f16 ResNet) under one.  On a machine other work shares, multi-threaded BLAS
@@ -34,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import irrun
+from machine_state import describe, probe
 from networks import NETWORKS, QUICK, build_ir, build_onnx
 
 HERE = Path(__file__).resolve().parent
@@ -381,6 +385,8 @@ def main():
         print(f"--threads {args.threads}: irrun threads (BLAS included) and INFERENCE_NUM_THREADS = {args.threads}")
     if onnx_note:
         print(onnx_note)
+    state = {"start": probe()}
+    print(f"machine state at start: {describe(state['start'])}")
     print()
     started = time.perf_counter()
     results = {}
@@ -398,9 +404,11 @@ def main():
             print("|---|---|---:|---:|---:|")
             for label, gemm, conv, mm in conv_vs_matmul(Path(tmp), 3 if args.quick else 10, args.threads):
                 print(f"| {label} | {gemm} | {conv:.1f} | {mm:.1f} | {conv / mm:.2f} |")
-    print(f"\n{time.perf_counter() - started:.0f} s in all")
+    state["end"] = probe()
+    print(f"\nmachine state at end: {describe(state['end'])}")
+    print(f"{time.perf_counter() - started:.0f} s in all")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1, default=str))
+        args.json.write_text(json.dumps({**results, "_machine": state}, indent=1, default=str))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,36 @@
+"""benchmarks/machine_state.py: the probe printed beside each benchmark run reads numbers a
+machine can have, and its line names each of them."""
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+from irrun import threads
+
+PROBE = Path(__file__).resolve().parent.parent / "benchmarks" / "machine_state.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("bench_machine_state", PROBE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_probe_reads_the_machine_and_leaves_blas_as_it_was():
+    probe = _module()
+    before = threads.blas_threads()
+    state = probe.probe()
+    assert threads.blas_threads() == before
+    for key in ("memory_gbs", "cache_gbs", "call_us", "gemm_gflops"):
+        assert math.isfinite(state[key]) and state[key] > 0, (key, state[key])
+    # (a cache is never slower than memory by much; a call on 256 floats takes under a millisecond)
+    assert state["cache_gbs"] > 0.5 * state["memory_gbs"]
+    assert state["call_us"] < 1000
+    scaling = state["two_thread_scaling"]
+    if threads.available_cpus() >= 2:
+        assert 0.3 < scaling < 4
+    line = probe.describe(state)
+    assert f"{state['memory_gbs']:.1f} GB/s" in line and f"{state['gemm_gflops']:.0f} GFLOP/s" in line
+    assert ("two threads" in line) == (scaling is not None)
