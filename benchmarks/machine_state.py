@@ -33,8 +33,10 @@ GEMM_SIDE = 512
 SCALING_SIDE = 256
 
 
-def _median_seconds(fn: Callable[[], None], repeat: int) -> float:
-    fn()
+def median_seconds(fn: Callable[[], None], repeat: int, warm_up: int = 1) -> float:
+    """The median time of `repeat` calls of fn, after `warm_up` untimed ones (the benchmarks' timer)."""
+    for _ in range(warm_up):
+        fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -52,7 +54,7 @@ def _gemv_gbs(rng, mib: int) -> float:
     def cycle():
         for w in weights:
             np.dot(x, w)
-    seconds = _median_seconds(cycle, max(3, 64 // mib))
+    seconds = median_seconds(cycle, max(3, 64 // mib))
     return count * weights[0].nbytes / seconds / 1e9
 
 
@@ -63,7 +65,7 @@ def _call_us(rng) -> float:
     def calls():
         for _ in range(1000):
             np.add(a, c, a)
-    return _median_seconds(calls, 5) * 1e3
+    return median_seconds(calls, 5) * 1e3
 
 
 def _gemm_gflops(rng, side: int, seconds: float = 0.3) -> float:

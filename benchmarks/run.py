@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 import irrun
-from machine_state import describe, probe
+from machine_state import describe, median_seconds, probe
 from networks import NETWORKS, QUICK, build_ir, build_onnx
 
 HERE = Path(__file__).resolve().parent
@@ -220,16 +219,6 @@ CONV_SHAPES = [
 ]
 
 
-def _median_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
 def conv_vs_matmul(workdir: Path, repeat: int, threads: int | None = None) -> list[tuple]:
     """Per conv shape class: GFLOP/s of irrun's convolution and of numpy.matmul on the same GEMM,
     with the threads irrun uses (BLAS included)."""
@@ -274,7 +263,7 @@ def conv_vs_matmul(workdir: Path, repeat: int, threads: int | None = None) -> li
     best = [float("inf")] * len(rows)
     for _ in range(2):
         for i, (_, _, (model, data), _) in enumerate(rows):
-            best[i] = min(best[i], _median_time(lambda: model.infer(data), repeat))
+            best[i] = min(best[i], median_seconds(lambda: model.infer(data), repeat))
     for i, (label, gemm, _, shape) in enumerate(rows):
         rows[i] = (label, gemm, shape[-1] / best[i] / 1e9, shape)
     # The GEMMs after every convolution: OpenBLAS's threads, once they have worked, spin beside the
@@ -283,7 +272,7 @@ def conv_vs_matmul(workdir: Path, repeat: int, threads: int | None = None) -> li
         a = rng.standard_normal((groups, m, k), dtype=np.float32)
         b = rng.standard_normal((groups, k, n), dtype=np.float32)
         out = np.empty((groups, m, n), np.float32)
-        gemm_s = _median_time(lambda: np.matmul(a, b, out=out), repeat)
+        gemm_s = median_seconds(lambda: np.matmul(a, b, out=out), repeat)
         rows[i] = (label, gemm, conv_rate, flops / gemm_s / 1e9)
     pool.set_threads(None)
     return rows

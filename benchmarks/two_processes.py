@@ -25,6 +25,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from irrun import allocator
+from machine_state import median_seconds
 from irrun.ops.activation import LOG2_E, _gelu_erf_f32_into
 
 # (label, output rows, depth, columns, activation): a transformer's feed-forward up-projection
@@ -57,14 +58,7 @@ def _epilogue(kind):
 
 
 def _median_us(fn, repeat=600):
-    for _ in range(50):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e6
+    return median_seconds(fn, repeat, warm_up=50) * 1e6
 
 
 def measure(rows, depth, columns, kind, rng):
