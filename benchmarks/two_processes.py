@@ -25,8 +25,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from irrun import allocator
-from machine_state import median_seconds
 from irrun.ops.activation import LOG2_E, _gelu_erf_f32_into
+from machine_state import median_seconds
 
 # (label, output rows, depth, columns, activation): a transformer's feed-forward up-projection
 # (weight first: [out, in] @ x^T) and a 1x1 convolution ([C_out, C_in] @ [C_in, positions])
