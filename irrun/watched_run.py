@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from .analysis import Node
 from .watch import BODY_WATCH, Produced, Scope
 
 if TYPE_CHECKING:
+    from .analysis import Node
     from .executor import Plan, Step, Variant
 
 
