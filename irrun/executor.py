@@ -325,7 +325,7 @@ class Plan:
         self._bind_kernels(steps)
         program, program_steps, results = [], [], list(self.result_slots)
         for step in steps:
-            if None in step.out_nbytes:
+            if None in step.out_nbytes and (step.members or not step.node.op.checks_itself):
                 step.check = StepCheck(self, step)
             if step.node.layer.op_type == "Result" and step.inputs[0] in step.free:
                 # (the last reader of its tensor passes it on unchanged: the loop's run leaves it

@@ -67,6 +67,18 @@ class Op:
     # `outputs_are_new = True` when every output is an array of its own (no view of an input,
     # of another output or of anything the op keeps), which lets a later op overwrite it.
     outputs_are_new: bool = False
+    #: its kernel works out its output's shape by the rule its shape inference follows (so it raises
+    #: what inference would) and returns views of its inputs (or nothing new): a step of dynamic
+    #: shapes needs no check before it runs (irrun/shape_check.py)
+    checks_itself: bool = False
+
+    def quick_shapes(self, args: tuple) -> tuple[tuple, tuple] | None:
+        """(the output shapes, the positions of the inputs whose values it read) for these input
+        arrays, where a short rule knows them (an elementwise op's broadcast, a Broadcast's target),
+        else None: shape inference decides, and says what is wrong.  Run-time checks of dynamic
+        shapes ask it first (irrun/shape_check.py): a decoding step's shapes change with its
+        cache at every call, and inference took 10-60 us of a layer's step there."""
+        return None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

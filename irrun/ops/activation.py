@@ -149,6 +149,9 @@ class UnaryElementwise(Op):
             raise ShapeError(f"{self.spec.type} takes {allowed} input, got element type {t.etype}")
         return [t.like()]
 
+    def quick_shapes(self, args):
+        return ((args[0].shape,), ()) if len(args) == 1 else None
+
     def check_parameter(self, inputs, index: int, *, scalar: bool) -> None:
         """A parameter input (alpha, beta, lambda): data's element type, and rank 0 where `scalar`."""
         data, param = inputs[0], inputs[index]

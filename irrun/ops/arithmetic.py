@@ -24,7 +24,7 @@ from .. import etypes, threads
 from ..errors import ShapeError
 from ..etypes import ElementType
 from ..registry import Op, TensorType, register
-from ..shapes import Shape, broadcast_shapes, dims_compatible, dim_merge, format_shape
+from ..shapes import Shape, broadcast_shapes, dims_compatible, dim_merge, format_shape, numpy_broadcast
 from .common import convert_array
 
 PDPD_AXIS = "auto_broadcast.auto_broadcast_axis"
@@ -122,6 +122,21 @@ def broadcast_notes(out: Shape, inputs: dict[str, Shape]) -> dict[int, str] | No
     return {len(out) + i: note(i) for i in range(-len(out), 0)}
 
 
+def equal_or_numpy_broadcast(args: tuple, mode: str) -> tuple | None:
+    """`Op.quick_shapes` of an elementwise op: equal shapes, or their NumPy broadcast under
+    auto_broadcast=numpy (None where they do not broadcast, or for pdpd: inference says)."""
+    out = args[0].shape
+    if all(a.shape == out for a in args):
+        return (out,), ()
+    if mode != "numpy":
+        return None
+    for a in args[1:]:
+        out = numpy_broadcast(out, a.shape)
+        if out is None:
+            return None
+    return (out,), ()
+
+
 class Broadcasting(Op):
     """An op with an `auto_broadcast` attribute (and, for pdpd, its axis)."""
 
@@ -153,6 +168,9 @@ class BinaryElementwise(Broadcasting):
         shape = broadcast_binary(a.shape, b.shape, self.mode, self.pdpd_axis)
         notes = broadcast_notes(shape, {"input 0": a.shape, "input 1": b.shape}) if self.mode == "numpy" else None
         return [TensorType(shape, self.output_etype(etype), notes=notes)]
+
+    def quick_shapes(self, args):
+        return equal_or_numpy_broadcast(args, self.mode)
 
     def run(self, a, b):
         if self.mode == "pdpd":

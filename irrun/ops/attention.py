@@ -16,7 +16,7 @@ import numpy as np
 from .. import etypes
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
-from ..shapes import ANY, Shape, broadcast_dims, broadcast_shapes, dim_merge, format_shape, is_static
+from ..shapes import ANY, Shape, broadcast_dims, broadcast_shapes, dim_merge, format_shape, is_static, numpy_broadcast
 
 _NAMES = ("query", "key", "value", "attention_mask", "scale")
 
@@ -99,6 +99,29 @@ class ScaledDotProductAttention(Op):
             len(shape) - 2: "query rows L (broadcast with the mask's)",
             len(shape) - 1: "last dim of value"}
         return [TensorType(shape, etype, notes=notes)]
+
+    def quick_shapes(self, args):
+        """`sdpa_shape` for inputs whose E and S dims agree and whose batch dims and mask broadcast."""
+        query, key, value = (a.shape for a in args[:3])
+        if min(len(query), len(key), len(value)) < 3 or query[-1] != key[-1] or key[-2] != value[-2]:
+            return None
+        rows, shapes = query[-2], [query[:-2], key[:-2], value[:-2]]
+        if len(args) > 3 and not self.attrs.causal and args[3].ndim:
+            mask = args[3].shape
+            if len(mask) < 2 or 1 not in (rows, mask[-2]) and rows != mask[-2] \
+                    or 1 not in (key[-2], mask[-1]) and key[-2] != mask[-1]:
+                return None
+            rows = mask[-2] if rows == 1 else rows
+            if len(mask) >= 3:
+                shapes.append(mask[:-2])
+        if len(args) > 4 and args[4].shape not in ((), (1,)):
+            return None
+        batch = shapes[0]
+        for shape in shapes[1:]:
+            batch = numpy_broadcast(batch, shape)
+            if batch is None:
+                return None
+        return (batch + (rows, value[-1]),), ()
 
     def run(self, query, key, value, mask=None, scale=None):
         dtype = query.dtype

@@ -59,6 +59,21 @@ class Concat(Op):
         out[axis] = along
         return [TensorType(tuple(out), first.etype, notes={axis: " + ".join(terms)})]
 
+    def quick_shapes(self, args):
+        first = args[0].shape
+        rank = len(first)
+        axis = self.attrs.axis
+        axis += rank if axis < 0 else 0
+        if not 0 <= axis < rank:
+            return None
+        total = 0
+        for a in args:
+            shape = a.shape
+            if len(shape) != rank or shape[:axis] != first[:axis] or shape[axis + 1:] != first[axis + 1:]:
+                return None
+            total += shape[axis]
+        return (first[:axis] + (total,) + first[axis + 1:],), ()
+
     def run(self, *arrays):
         if len(arrays) == 1:
             return arrays[0]

@@ -71,7 +71,11 @@ def range_values(start: float, step: float, count: int, etype) -> np.ndarray:
         dtype = _compute_dtype(etype)
         out = dtype.type(start) + np.arange(count, dtype=dtype) * dtype.type(step)
         return out.astype(etype.carrier)
-    first, stride = (convert_array(np.array([v], np.float64), etype)[0] for v in (start, step))
+    info = np.iinfo(etype.carrier)
+    if info.min <= start <= info.max and info.min <= step <= info.max:
+        first, stride = math.trunc(start), math.trunc(step)    # (what the cast below gives them)
+    else:
+        first, stride = (convert_array(np.array([v], np.float64), etype)[0] for v in (start, step))
     # Modular arithmetic in a 64-bit type, then the low bits: the same wrap-around as
     # adding step `count` times in the narrow type.
     wide = np.uint64 if etype.kind == "uint" else np.int64
@@ -110,6 +114,16 @@ class Range(Op):
         count = range_length(start, stop, step, etype.is_integral)
         note = f"ceil(({stop:g} - {start:g}) / {step:g})"
         return [TensorType((count,), etype, notes={0: note})]
+
+    def quick_shapes(self, args):
+        if any(a.size != 1 for a in args):
+            return None
+        etype = self.attrs.output_type if self.version == 4 else etypes.from_dtype(args[0].dtype)
+        try:
+            count = range_length(*(float(a.reshape(-1)[0]) for a in args), etype.is_integral)
+        except ShapeError:
+            return None
+        return ((count,),), (0, 1, 2)
 
     def run(self, start, stop, step):
         etype = self.attrs.output_type if self.version == 4 else etypes.from_dtype(start.dtype)

@@ -233,6 +233,16 @@ class Gather(Op):
             return [data.like(None)]
         return [data.like(gather_shape(data.shape, indices.shape, axis, batch_dims))]
 
+    def quick_shapes(self, args):
+        data, indices, axis = args
+        if self.batch_dims or data.ndim == 0 or axis.size != 1 or axis.dtype.kind not in "iu":
+            return None
+        a = int(axis.reshape(-1)[0])
+        if not -data.ndim <= a < data.ndim:
+            return None
+        a %= data.ndim
+        return (data.shape[:a] + indices.shape + data.shape[a + 1:],), (2,)
+
     def bind(self, step):
         """No batch dims and a constant axis: np.take, which gives the same wherever every index
         addresses an element (negative ones from the end); where one does not (0 there) or the

@@ -59,6 +59,9 @@ class Convert(Op):
     def infer(self, inputs):
         return [inputs[0].like(etype=self.attrs.destination_type)]
 
+    def quick_shapes(self, args):
+        return (args[0].shape,), ()
+
     def run(self, x):
         return convert_array(x, self.attrs.destination_type)
 

@@ -22,7 +22,7 @@ from ..etypes import ElementType
 from ..registry import Op, TensorType, register
 from ..shapes import format_shape
 from .arithmetic import (BinaryElementwise, Broadcasting, broadcast_binary, broadcast_notes, check_equal_shapes,
-                         merge_etypes, pdpd_align)
+                         merge_etypes, pdpd_align, equal_or_numpy_broadcast)
 
 
 def _require(etype: ElementType, allowed: bool, what: str) -> None:
@@ -212,6 +212,9 @@ class Select(Broadcasting):
         if self.mode == "numpy":
             notes = broadcast_notes(shape, {"cond": cond.shape, "then": then.shape, "else": other.shape})
         return [TensorType(shape, etype, notes=notes)]
+
+    def quick_shapes(self, args):
+        return equal_or_numpy_broadcast(args, self.mode)
 
     def _merge(self, into, shape, what, into_what):
         try:

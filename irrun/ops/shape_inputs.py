@@ -28,6 +28,8 @@ def int_values(t: TensorType, what: str, *, allow_float: bool = True) -> list[in
 
 def as_ints(array: np.ndarray) -> list[int]:
     values = np.asarray(array).reshape(-1)
+    if values.dtype.kind in "iu":
+        return values.tolist()      # (Python ints at once: a decoding step reads ~50 such inputs)
     if values.dtype.kind == "f":
         values = np.trunc(values)
     return [int(v) for v in values]

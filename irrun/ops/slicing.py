@@ -180,6 +180,8 @@ def _sliced_shape(shape: Shape, index_inputs: list[TensorType]) -> Shape:
 
 @register("Slice", 8)
 class Slice(Op):
+    checks_itself = True        # (`slice_index`; a view)
+
     def infer(self, inputs):
         data = inputs[0]
         return [data.like(_sliced_shape(data.shape, inputs[1:]))]
@@ -188,12 +190,29 @@ class Slice(Op):
         return x[slice_index(x.shape, *index_inputs)]
 
     def bind(self, step):
-        """Static data and constant start/stop/step/axes: the index worked out once, here."""
+        """Constant start/stop/step/axes: on static data the index worked out once, here; on data of
+        known rank the values read and checked once, each call clamping them to its dims (a
+        decoding step's cache grows at every call)."""
         data, rest = step.inputs[0], step.inputs[1:]
-        if self.run_replaced() or not data.is_static or any(t.value is None for t in rest):
+        if self.run_replaced() or data.rank is None or any(t.value is None for t in rest):
             return None
-        index = slice_index(tuple(data.shape), *(t.value for t in rest))
-        return lambda x, *_: x[index]
+        if data.is_static:
+            index = slice_index(tuple(data.shape), *(t.value for t in rest))
+            return lambda x, *_: x[index]
+        values = [as_ints(t.value) for t in rest]
+        try:
+            slice_index((1,) * data.rank, *values)      # (its checks, which no dim changes)
+        except ShapeError:
+            return None                                 # (`run` says what is wrong, at run time)
+        rank = data.rank
+        cuts = list(zip(slice_axes(rank, len(values[0]), values[3] if len(values) == 4 else None), *values[:3]))
+
+        def sliced(x, *_):
+            index = [slice(None)] * rank
+            for axis, start, stop, stride in cuts:
+                index[axis] = axis_slice(x.shape[axis], start, stop, stride)
+            return x[tuple(index)]
+        return sliced
 
 
 @register("SliceScatter", 15)

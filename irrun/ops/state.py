@@ -88,6 +88,7 @@ class ReadValue(Op):
 @register("Assign", 3, 6)
 class Assign(Op):
     foldable = False     # a sink: it must run on every call
+    checks_itself = True  # (`run` holds the value to the variable's shape: 11 us a check in a decoding step)
 
     def reader(self) -> ReadValue:
         reader = self.context.variables.get(self.attrs.variable_id)
