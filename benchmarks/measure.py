@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -63,12 +64,13 @@ def peak_kib() -> int:
     return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-# ---------------------------------------------------------------- runtimes: load() -> run(inputs) -> list of arrays
+# ---------------------------------------------------------------- runtimes: load() -> (run(inputs) -> list of
+# arrays, the loaded model, reset() of its state or None)
 
 def load_irrun(path: str, threads: int | None = None):
     import irrun
     model = irrun.load(path, threads=threads)
-    return lambda inputs: list(model.infer(inputs).values()), model
+    return lambda inputs: list(model.infer(inputs).values()), model, model.reset_state
 
 
 def load_openvino(path: str, threads: int | None = None):
@@ -87,13 +89,28 @@ def load_openvino(path: str, threads: int | None = None):
     def run(inputs):
         request.infer(inputs)
         return [request.get_output_tensor(i).data for i in range(len(compiled.outputs))]
-    return run, compiled
+    return run, compiled, request.reset_state
 
 
 def load_onnx(path: str, threads: int | None = None):
     from onnx.reference import ReferenceEvaluator
     evaluator = ReferenceEvaluator(path)
-    return lambda inputs: evaluator.run(None, inputs), evaluator
+    return lambda inputs: evaluator.run(None, inputs), evaluator, None
+
+
+def generating(run: Callable, reset: Callable, tokens: int) -> Callable:
+    """`run` made a greedy generation of `tokens` tokens from a prompt, one call a token, by
+    optimum-intel's stateful LLM IRs (tests/greedy_decoding.py, which the tests run both runtimes
+    with): the state reset, the prompt's inputs in, the next token's after; returns the prompt's
+    logits and the ids generated."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from greedy_decoding import decode
+
+    def generate(prompt):
+        reset()
+        ids, first = decode(lambda feeds: run(feeds)[0], prompt, tokens)
+        return [first, np.array(ids, np.int64)]
+    return generate
 
 
 LOADERS = {"irrun": load_irrun, "openvino": load_openvino, "onnx": load_onnx}
@@ -185,6 +202,8 @@ def main():
     parser.add_argument("--budget", type=float, default=20.0)
     parser.add_argument("--min-seconds", type=float, default=1.0)
     parser.add_argument("--threads", type=int, help="irrun's threads / OpenVINO's INFERENCE_NUM_THREADS")
+    parser.add_argument("--generate", type=int, metavar="TOKENS",
+                        help="a run is a greedy generation of this many tokens from the inputs (a prompt)")
     args = parser.parse_args()
 
     __import__(MODULES[args.runtime])
@@ -194,7 +213,9 @@ def main():
     before = _status_kib("VmRSS") or 0
 
     start = time.perf_counter()
-    run, handle = LOADERS[args.runtime](args.model, args.threads)
+    run, handle, reset = LOADERS[args.runtime](args.model, args.threads)
+    if args.generate:
+        run = generating(run, reset, args.generate)
     outputs = run(inputs)
     load = time.perf_counter() - start
     np.savez(args.outputs, *[np.asarray(o) for o in outputs])
@@ -220,9 +241,12 @@ def main():
     second = private_kib(pair.pid) if pair else 0
     peak += second
     result = {"load_s": load, "median_s": statistics.median(times), "best_s": min(times), "runs": len(times),
+              "calls_per_run": args.generate or 1,
               "peak_mib": peak / 1024, "added_mib": (peak - before) / 1024 if exact_peak else None}
     if args.runtime == "irrun":
         result["second_process_mib"] = second / 1024
+        if args.generate:
+            handle.reset_state()        # (the profile's run takes the prompt)
         result.update(irrun_details(handle, inputs))
     json.dump(result, sys.stdout)
 

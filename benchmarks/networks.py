@@ -576,6 +576,13 @@ NETWORKS = {
     "decoder_step_int4": (decoder_step, False),
     "vit": (vit, False),
 }
+# Real exports, each a run of its own: name -> (an IR of tests/models/exported, written by optimum-intel
+# and NNCF with its prompt beside it, tokens generated a run).  A Llama of 64 wide and 2 layers with
+# int4 weights (groups of 32), stateful, its shapes growing by a token a call: the decoding step the
+# issue found 8-16x OpenVINO's time.
+EXPORTED = Path(__file__).resolve().parent.parent / "tests" / "models" / "exported"
+GENERATIONS = {"llm_generate_int4": ("llama.int4_asym_g32", 32)}
+
 # Written against openvino's API directly (grouped convolutions, LSTM, state, int4): no ONNX twin.
 IR_ONLY = {"mobilenet_v3", "efficientnet_b0", "yolo_n", "crnn", "audio_1d", "decoder_step_int4", "vit"}
 QUICK = ["resnet18", "bert_encoder", "detector", "many_small_layers", "mobilenet_v3", "audio_1d", "digits"]
@@ -586,6 +593,10 @@ def build_ir(name: str, directory: Path) -> tuple[Path, dict[str, np.ndarray]]:
     if name == "digits":
         image = np.load(DIGITS.parent / "digit7.npy")
         return DIGITS, {"image": image}
+    if name in GENERATIONS:
+        xml = EXPORTED / f"{GENERATIONS[name][0]}.xml"
+        with np.load(xml.with_suffix(".npz")) as prompt:
+            return xml, {k: prompt[k] for k in prompt.files}
     fn, compress = NETWORKS[name]
     g = OpenVINOGraph(name)
     outputs, inputs = fn(g, np.random.default_rng(0))

@@ -4,7 +4,8 @@
 
 Builds each network of `benchmarks/networks.py` with openvino's Python API
 (and the same weights with onnx.helper, when `onnx` is importable), saves it
-as IR, then runs every runtime in a process of its own (`measure.py`):
+as IR (the LLM generations take optimum-intel's exports from tests/models/exported,
+a run being a greedy generation of 32 tokens, one call a token), then runs every runtime in a process of its own (`measure.py`):
 median latency at batch 1, load + first inference, and peak RSS.  Three
 rounds per network alternate the runtimes, each round in fresh processes;
 each runtime's round with the lowest median counts (a shared machine has
@@ -37,10 +38,11 @@ import numpy as np
 
 import irrun
 from machine_state import describe, median_seconds, probe
-from networks import NETWORKS, QUICK, build_ir, build_onnx
+from networks import GENERATIONS, NETWORKS, QUICK, build_ir, build_onnx
 
 HERE = Path(__file__).resolve().parent
 RUNTIMES = ("irrun", "openvino", "onnx")
+ALL_NETWORKS = [*NETWORKS, *GENERATIONS, "digits"]
 
 
 # ---------------------------------------------------------------- the machine
@@ -103,9 +105,11 @@ def _onnx_available() -> bool:
 
 # ---------------------------------------------------------------- one network
 
-def measure(runtime: str, model: Path, inputs: Path, outputs: Path, args) -> dict:
+def measure(runtime: str, model: Path, inputs: Path, outputs: Path, args, generate: int | None = None) -> dict:
     cmd = [sys.executable, str(HERE / "measure.py"), runtime, str(model), str(inputs), str(outputs),
            "--repeat", str(args.repeat), "--budget", str(args.budget)]
+    if generate:
+        cmd += ["--generate", str(generate)]
     # Compiled bytecode is cached (in a directory of this run) as after `pip install`, even where
     # PYTHONDONTWRITEBYTECODE is set: load times then do not include compiling irrun's sources.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -186,7 +190,7 @@ def bench_network(name: str, workdir: Path, args) -> dict:
             if runtime == "onnx" and round_:
                 continue                       # (seconds per inference: one round says enough)
             out = workdir / f"{name}.{runtime}.out.npz"
-            result = measure(runtime, model, feeds, out, args)
+            result = measure(runtime, model, feeds, out, args, GENERATIONS.get(name, (None, None))[1])
             if runtime != "openvino":
                 result["error_vs_openvino"] = max_relative_error(out, workdir / f"{name}.openvino.out.npz")
             results[runtime] = _steadier(results.get(runtime), result)
@@ -309,7 +313,8 @@ def print_tables(results: dict[str, dict], onnx: bool) -> None:
     for name, r in results.items():
         ir, ov = r["irrun"], r["openvino"]
         layers = ir.get("layers", ir.get("steps"))
-        per_layer = f"{ir['median_s'] / layers * 1e6:.2f}" if layers and "median_s" in ir else "-"
+        per_layer = f"{ir['median_s'] / layers / ir.get('calls_per_run', 1) * 1e6:.2f}" \
+            if layers and "median_s" in ir else "-"
         overhead = f"{ir['overhead_us']:.2f}" if ir.get("overhead_us") is not None else "-"
         counted = f"{layers} ({ir['steps']})" if layers and layers != ir.get("steps") else ir.get("steps", "-")
         line = f"| {name} | {counted} | {_ms(ir, 'median_s')} | {_ms(ov, 'median_s')} | " \
@@ -350,7 +355,7 @@ def main():
     parser.add_argument("--rounds", type=int, help="rounds per network, alternating the runtimes, each in "
                                                    "fresh processes; the round with the lowest median "
                                                    "counts (default 3, quick 1)")
-    parser.add_argument("--networks", help=f"comma-separated subset of {', '.join([*NETWORKS, 'digits'])}")
+    parser.add_argument("--networks", help=f"comma-separated subset of {', '.join(ALL_NETWORKS)}")
     parser.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX ReferenceEvaluator")
     parser.add_argument("--no-conv", dest="conv", action="store_false", help="skip convolution vs matmul")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per runtime and network")
@@ -364,7 +369,7 @@ def main():
     args.repeat = args.repeat or (5 if args.quick else 20)
     args.budget = args.budget or (3.0 if args.quick else 20.0)
     args.rounds = args.rounds or (1 if args.quick else 3)
-    names = args.networks.split(",") if args.networks else QUICK if args.quick else [*NETWORKS, "digits"]
+    names = args.networks.split(",") if args.networks else QUICK if args.quick else ALL_NETWORKS
     onnx_note = None
     if args.onnx and not _onnx_available():
         args.onnx, onnx_note = False, "onnx is not installed: no ReferenceEvaluator column"
