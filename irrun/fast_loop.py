@@ -29,9 +29,14 @@ def straight_line(program: list[tuple], inputs: list[list[int]], failed: Callabl
     names: dict = {"failed": failed}
     lines = ["def run(slots):", "    k = 0", "    try:"]
     for k, ((kernel, _gather, spread, single, outs, free), reads) in enumerate(zip(program, inputs)):
-        names[f"kernel{k}"] = kernel
         arguments = ", ".join(f"slots[{s}]" for s in reads) if spread else f"slots[{reads[0]}]"
-        lines += [f"        k = {k}", f"        out = kernel{k}({arguments})"]
+        check = getattr(kernel, "kernel_for", None)     # (a step checked first: irrun/shape_check.py)
+        if check is None:
+            names[f"kernel{k}"] = kernel
+            lines += [f"        k = {k}", f"        out = kernel{k}({arguments})"]
+        else:
+            names[f"check{k}"] = check
+            lines += [f"        k = {k}", f"        args = ({arguments},)", f"        out = check{k}(args)(*args)"]
         if single is not None:
             lines.append(f"        slots[{single}] = out[0] if type(out) is tuple else out")
         else:

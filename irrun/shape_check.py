@@ -23,6 +23,7 @@ check gets its kernel wrapped by `checked`.
 from __future__ import annotations
 
 from math import prod
+from operator import attrgetter
 from typing import Callable
 
 from .errors import IrrunError, ModelError
@@ -54,7 +55,7 @@ class StepCheck:
     """The run-time check of one step: inference again on the actual inputs, memoised; and the
     step's kernel bound again for input shapes that recur (`kernel_for`)."""
 
-    __slots__ = ("plan", "step", "memo", "kind", "bindable", "quick", "out_etypes")
+    __slots__ = ("plan", "step", "memo", "kind", "bindable", "quick", "out_etypes", "out_itemsizes")
 
     def __init__(self, plan, step):
         self.plan, self.step = plan, step
@@ -75,6 +76,7 @@ class StepCheck:
         self.out_etypes = tuple(t.etype for t in out_types if t is not None and t.etype.carrier is not None)
         self.quick = node.op.quick_shapes if not step.members and len(self.out_etypes) == len(out_types) \
             and type(node.op).quick_shapes is not Op.quick_shapes else None
+        self.out_itemsizes = tuple(e.carrier.itemsize for e in self.out_etypes)
 
     def __call__(self, args) -> None:
         self.kernel_for(args)
@@ -82,7 +84,7 @@ class StepCheck:
     def kernel_for(self, args) -> Callable:
         """Check `args` and return the kernel to run them: the step's own, or one bound for these
         input shapes (and read values) the second time in a row a call brings them."""
-        shapes = tuple([a.shape for a in args])
+        shapes = tuple(map(_SHAPE, args))
         memo = self.memo
         if shapes == memo[0] and (not memo[1] or all(args[i].tobytes() == v for i, v in zip(memo[1], memo[2]))):
             if memo[4] is not None:
@@ -95,11 +97,12 @@ class StepCheck:
         if self.quick is not None:
             found = self.quick(args)
             if found is not None:
-                out, read = found
-                types = tuple([TensorType(s, e) for s, e in zip(out, self.out_etypes)])
-                for t in types:
-                    self.plan._check_size(self.step.node, prod(t.shape) * t.etype.carrier.itemsize, t.shape)
-                self.memo = (shapes, read, tuple([args[i].tobytes() for i in read]), types, None)
+                out, read = found       # (the memo keeps these shapes: `_bind` makes their types)
+                limit = self.plan.memory_limit
+                for shape, size in zip(out, self.out_itemsizes):
+                    if prod(shape) * size > limit:
+                        self.plan._check_size(self.step.node, prod(shape) * size, shape)
+                self.memo = (shapes, read, tuple([args[i].tobytes() for i in read]) if read else (), out, None)
                 return self.step.kernel
         if self.kind is not None:
             for read, values, types in self.plan.checked_kinds.get((self.kind, shapes), ()):
@@ -134,10 +137,13 @@ class StepCheck:
             if len(entries) < VALUES_KEPT:
                 entries.append((read, values, types))
 
-    def _bind(self, args, types: tuple) -> Callable | None:
-        """The op's kernel bound for these inputs (static shapes; constants as at load)."""
+    def _bind(self, args, outputs: tuple) -> Callable | None:
+        """The op's kernel bound for these inputs (static shapes; constants as at load); `outputs`:
+        their types as inference gave them, or their shapes as the op's rule did."""
         from .executor import StepInfo
         step, plan = self.step, self.plan
+        types = [t if isinstance(t, TensorType) or t is None else TensorType(t, self.out_etypes[i])
+                 for i, t in enumerate(outputs)]
         if not all(t is not None and is_static(t.shape) for t in types[:len(step.outputs)]):
             return None
         declared = plan.step_info(step)
@@ -160,4 +166,8 @@ def checked(check: StepCheck, spread: bool) -> Callable:
     else:
         def run(arg):
             return kernel_for((arg,))(arg)
+    run.kernel_for = kernel_for     # (irrun/fast_loop.py calls it itself: a call fewer a step)
     return run
+
+
+_SHAPE = attrgetter("shape")
