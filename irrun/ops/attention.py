@@ -126,7 +126,7 @@ class ScaledDotProductAttention(Op):
     def run(self, query, key, value, mask=None, scale=None):
         dtype = query.dtype
         compute = (np.dtype(np.float32) if dtype.itemsize < 4 else dtype).type
-        q, k, v = (a.astype(compute) for a in (query, key, value))
+        q, k, v = (a.astype(compute, copy=False) for a in (query, key, value))
         if scale is None:
             scale = 1 / np.sqrt(compute(q.shape[-1]))
         else:
@@ -138,8 +138,11 @@ class ScaledDotProductAttention(Op):
         elif mask is not None:
             if mask.dtype == np.bool_:
                 mask = np.where(mask, compute(0), compute(-np.inf))
-            scores = scores + mask.astype(compute)
+            scores = scores + mask.astype(compute, copy=False)
+        # (scores is an array of this call's own: the softmax in place; the ufuncs' reduce without
+        # the methods' Python-level wrappers: a decoding step's attention is all call overhead)
         with np.errstate(invalid="ignore"):   # an all-masked row is NaN, as in OpenVINO
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            weights = scores / scores.sum(axis=-1, keepdims=True)
-        return np.asarray(weights @ v, dtype=dtype)
+            scores -= np.maximum.reduce(scores, axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= np.add.reduce(scores, axis=-1, keepdims=True)
+        return np.asarray(scores @ v, dtype=dtype)
