@@ -147,6 +147,8 @@ class _Keeping(_Rebound):
                 variable = op.reader().variable
                 if variable is not None and not fits(variable.shape, value.shape):
                     return op.run(value)           # (its error)
+                if len(fitting) >= 64:
+                    fitting.clear()                # (a cache's shape is new at every call)
                 fitting.add(value.shape)
             kept = value.view()
             kept.flags.writeable = False

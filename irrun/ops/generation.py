@@ -32,6 +32,7 @@ RandomUniform state on every inference.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -65,15 +66,27 @@ def _compute_dtype(etype) -> np.dtype:
     return np.dtype(np.float32) if etype.is_float and etype.carrier.itemsize < 4 else etype.carrier
 
 
+@lru_cache(maxsize=None)
+def _type_bounds(dtype: np.dtype) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
 def range_values(start: float, step: float, count: int, etype) -> np.ndarray:
     """`count` elements of type `etype` from `start` by `step` (both cast to the type first)."""
     if etype.is_float:
         dtype = _compute_dtype(etype)
         out = dtype.type(start) + np.arange(count, dtype=dtype) * dtype.type(step)
         return out.astype(etype.carrier)
-    info = np.iinfo(etype.carrier)
-    if info.min <= start <= info.max and info.min <= step <= info.max:
+    low, high = _type_bounds(etype.carrier)
+    if low <= start <= high and low <= step <= high:
         first, stride = math.trunc(start), math.trunc(step)    # (what the cast below gives them)
+        stop = first + count * stride
+        if low <= stop - stride <= high and abs(stop) < 2 ** 53:
+            # no wrap-around: NumPy's own range (its length, from these ints, is count exactly),
+            # one call where the general way takes four (a decoding step's positions, every call)
+            return np.arange(first, stop, stride, dtype=etype.carrier) if count else \
+                np.empty(0, etype.carrier)
     else:
         first, stride = (convert_array(np.array([v], np.float64), etype)[0] for v in (start, step))
     # Modular arithmetic in a 64-bit type, then the low bits: the same wrap-around as
