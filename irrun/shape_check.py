@@ -13,9 +13,10 @@ deterministic: on inputs that agree in everything it read, it reads the same and
 Where shapes change at every call (a decoding step's cache grows by a token), an op's short rule
 for concrete shapes answers first (`Op.quick_shapes`: an elementwise op's broadcast, a Concat's
 sum, a Broadcast's target; tests/test_quick_shapes.py holds each to inference), and layers whose
-kernels work their shapes out by inference's own rule and make views (`Op.checks_itself`: Reshape,
-Unsqueeze, Transpose, Slice; Assign, which holds its value to the variable's shape) have no check: a decoding step of optimum-intel's
-tiny Llama took 1.9 -> 0.8 ms with these and the kernels' own paths for dynamic shapes.
+kernels work their shapes out by inference's own rule and make views (`Op.checks_itself`:
+Reshape, Squeeze, Unsqueeze, Transpose, Slice; and Assign, which holds its value to the
+variable's shape) have no check: a decoding step of optimum-intel's tiny Llama took 1.9 -> 0.8
+ms with these and the kernels' own paths for dynamic shapes.
 
 Dynamic plans run the same fast loop as static ones (irrun/executor.py): a step that needs a
 check gets its kernel wrapped by `checked`.

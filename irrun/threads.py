@@ -195,7 +195,7 @@ def _hold_blas_to_one() -> None:
     _single_blas_blocks += 1
     if _single_blas_blocks == 1:
         limited = []
-        for lib in _blas_libraries if _blas_libraries is not None else _blas_libs():
+        for lib in _blas_libs():
             count = lib.get()
             if count != 1:
                 lib.set(1)

@@ -144,9 +144,11 @@ class Broadcast(Op):
         if mode == "bidirectional":
             out = numpy_broadcast(shape, target)
             return None if out is None else ((out,), (1,))
-        if mode == "numpy" and len(shape) <= len(target) and \
-                all(d in (1, t) for d, t in zip(shape, target[len(target) - len(shape):])):
-            return (target,), (1,)
+        if mode == "numpy":
+            try:
+                return (broadcast_numpy_shape(shape, target),), (1,)
+            except ShapeError:
+                return None
         return None
 
     def run(self, x, target, axes=None):

@@ -62,9 +62,11 @@ class Concat(Op):
     def quick_shapes(self, args):
         first = args[0].shape
         rank = len(first)
-        axis = self.attrs.axis
-        axis += rank if axis < 0 else 0
-        if not 0 <= axis < rank:
+        if not rank:
+            return None
+        try:
+            axis = normalize_axis(self.attrs.axis, rank)
+        except ShapeError:
             return None
         total = 0
         for a in args:

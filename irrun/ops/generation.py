@@ -128,10 +128,14 @@ class Range(Op):
         note = f"ceil(({stop:g} - {start:g}) / {step:g})"
         return [TensorType((count,), etype, notes={0: note})]
 
+    def _run_etype(self, start: np.ndarray):
+        """The output's element type for inputs of start's type (as `output_type` decided at load)."""
+        return self.attrs.output_type if self.version == 4 else etypes.from_dtype(start.dtype)
+
     def quick_shapes(self, args):
         if any(a.size != 1 for a in args):
             return None
-        etype = self.attrs.output_type if self.version == 4 else etypes.from_dtype(args[0].dtype)
+        etype = self._run_etype(args[0])
         try:
             count = range_length(*(float(a.reshape(-1)[0]) for a in args), etype.is_integral)
         except ShapeError:
@@ -139,7 +143,7 @@ class Range(Op):
         return ((count,),), (0, 1, 2)
 
     def run(self, start, stop, step):
-        etype = self.attrs.output_type if self.version == 4 else etypes.from_dtype(start.dtype)
+        etype = self._run_etype(start)
         start, stop, step = (float(np.asarray(v).reshape(-1)[0]) for v in (start, stop, step))
         # A zero step known only at run time gives no elements, as on the CPU plugin.
         count = 0 if step == 0 else range_length(start, stop, step, etype.is_integral)

@@ -237,10 +237,10 @@ class Gather(Op):
         data, indices, axis = args
         if self.batch_dims or data.ndim == 0 or axis.size != 1 or axis.dtype.kind not in "iu":
             return None
-        a = int(axis.reshape(-1)[0])
-        if not -data.ndim <= a < data.ndim:
+        try:
+            a = normalize_axis(int(axis.reshape(-1)[0]), data.ndim)
+        except ShapeError:
             return None
-        a %= data.ndim
         return (data.shape[:a] + indices.shape + data.shape[a + 1:],), (2,)
 
     def bind(self, step):
