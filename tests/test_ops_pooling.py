@@ -301,6 +301,52 @@ def test_maxpool_values_of_tiling_windows(geometry, dtype, tmp_path, monkeypatch
     assert bool(taken) == tiles
 
 
+@pytest.mark.parametrize("dtype, paired", [(np.float32, True), (np.float16, True), (np.int8, True), (np.uint8, True),
+                                           (np.int16, True), (np.int32, True), (np.int64, False)])
+@pytest.mark.parametrize("geometry", ["1d-odd", "2d-2x2", "2d-2x2-odd", "3d-2x2x2", "2d-1x2"])
+def test_maxpool_tiling_windows_two_wide_by_contiguous_passes(geometry, dtype, paired, tmp_path, monkeypatch):
+    """One sample (its channels contiguous): windows two taps wide on the last axis by contiguous
+    passes, their maxima taken out as the first halves of pairs of elements (`copy_gathered`) for
+    elements of 1, 2 and 4 bytes (f16 is pooled in f32), by a plain strided copy for 8 bytes;
+    exactly OpenVINO's values, NaN, -inf and an all-NaN channel included."""
+    from irrun.ops import pooling, window
+    spatial, kernel, rounding, _ = TILING[geometry]
+    shape = [1, 5] + spatial
+    x = sample(shape, dtype)
+    if np.dtype(dtype).kind == "f":
+        flat = x.reshape(-1)
+        flat[::7] = np.nan
+        flat[3::11] = -np.inf
+        x[0, 2] = np.nan
+    p = ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape(shape))
+    n = len(spatial)
+    xml = save(ov.Model([ops8.max_pool(p, kernel, [1] * n, [0] * n, [0] * n, kernel, rounding).output(0)], [p]),
+               tmp_path)
+    expected = run_openvino(xml, [x])[0]
+    monkeypatch.setattr(window, "PAIR_GATHER_ELEMENTS", 1)
+    by_pairs, casts = [], []
+    real, real_view = pooling._tiled_by_pairs, window._pairs_view
+    monkeypatch.setattr(pooling, "_tiled_by_pairs", lambda *a: by_pairs.append(real(*a)) or by_pairs[-1])
+    monkeypatch.setattr(window, "_pairs_view", lambda *a: casts.append(1) or real_view(*a))
+    got = next(iter(irrun.load(xml).infer([x]).values()))
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    assert any(by_pairs) and bool(casts) == paired
+
+
+def test_copy_gathered_takes_every_other_element_to_the_buffers_end():
+    """Pairs whose last second half is the buffer's last element, or lies past it (then the plain
+    copy), offsets of one element (an unaligned view), and other strides and types as they are."""
+    from irrun.ops.window import copy_gathered
+    data = np.arange(20_001, dtype=np.float32)
+    for source in (data[0::2], data[1::2], data[1:-1:2], data.reshape(1, -1)[:, 5::2],
+                   data[:20_000].reshape(100, 200)[::3, 1::2], data[::3], data.astype(np.int8)[::2],
+                   data.astype(np.float64)[1::2], data.astype(np.uint16)[::-2]):
+        target = np.empty(source.shape, source.dtype)
+        copy_gathered(target, source)
+        np.testing.assert_array_equal(target, source)
+
+
 @pytest.mark.parametrize("op", ["max", "avg"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
 def test_pool_stride_1_on_the_padded_grid(op, dtype, tmp_path, monkeypatch):
