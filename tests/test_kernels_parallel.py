@@ -301,7 +301,9 @@ def test_depthwise_negative_pads_agree_with_tap_by_tap(channels, path, monkeypat
 
 @pytest.mark.parametrize("c_out, kernel, stride, length", [(64, 512, 4, 4000), (8, 33, 2, 301), (3, 40, 16, 400)])
 def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatch, tmp_path):
-    """An audio front end: one input channel, a long kernel, a stride; positions-major im2col."""
+    """An audio front end: one input channel, a long kernel, a stride; positions-major im2col (the
+    transforms, which take the longest kernels: tests/test_fft_convolution.py, turned off)."""
+    monkeypatch.setenv("IRRUN_FFT", "off")
     calls = spy(monkeypatch, convolution, "_im2col")
     x = ops.parameter([2, 1, length], np.float32, name="x")
     w = rand(c_out, 1, kernel, seed=1, scale=1 / np.sqrt(kernel))
@@ -317,7 +319,9 @@ def test_long_1d_kernel_single_channel(c_out, kernel, stride, length, monkeypatc
 ])
 def test_long_1d_kernel_one_sample_unpadded(c_in, c_out, kernel, stride, length, pads, monkeypatch, tmp_path):
     """One sample whose windows need no padding: positions-major blocks from one view of the
-    windows (`_positions_major_blocks`), against OpenVINO; with two threads and one."""
+    windows (`_positions_major_blocks`), against OpenVINO; with two threads and one (the transforms
+    turned off)."""
+    monkeypatch.setenv("IRRUN_FFT", "off")
     calls = spy(monkeypatch, im2col, "_positions_major_blocks")
     x = ops.parameter([1, c_in, length], np.float32, name="x")
     w = rand(c_out, c_in, kernel, seed=1, scale=1 / np.sqrt(kernel * c_in))
@@ -897,7 +901,8 @@ def test_audio_front_end_pools_inside_its_convolution_in_parts(two_threads, monk
     """The audio benchmark's first layer (64 filters of 512 taps, stride 4, over one second at
     16 kHz: a convolution network) with its bias, Relu and 2 / 2 max pool: the pool inside the
     convolution's blocks, run in two parts; OpenVINO's outputs, and one thread's within BLAS's
-    rounding."""
+    rounding.  (With the transforms turned off: they take this layer, tests/test_fft_convolution.py.)"""
+    monkeypatch.setenv("IRRUN_FFT", "off")
     wave = ops.parameter([1, 1, 16000], np.float32, name="wave")
     y = ops.convolution(wave, ops.constant(rand(64, 1, 512, seed=3, scale=512 ** -0.5)), [4], [0], [0], [1])
     y = ops.relu(ops.add(y, ops.constant(rand(1, 64, 1, seed=4, scale=0.1))))

@@ -690,13 +690,15 @@ def _audio_front_end(taps=64, stride=4, pool=2, length=1000, pads=0, dilation=1,
 @pytest.mark.parametrize("taps,stride,pool,length", [(64, 4, 2, 1000), (512, 4, 2, 4000), (16, 1, 3, 301),
                                                      (32, 2, 4, 777)],
                          ids=["64/4 pool 2", "512/4 pool 2", "16/1 pool 3", "32/2 pool 4"])
-def test_an_audio_front_end_pools_inside_its_convolution(taps, stride, pool, length, tmp_path):
+def test_an_audio_front_end_pools_inside_its_convolution(taps, stride, pool, length, monkeypatch, tmp_path):
     """A 1-D convolution of one sample with a long kernel, no padding, then bias, Relu and a max pool
     whose windows tile its output: the pool runs inside the convolution (each block's product
     pooled as positions-major rows), the bias and Relu after it; the outputs past the last whole
     window are never computed.  OpenVINO's values, and optimize=False's within BLAS's rounding
-    (the GEMM's blocks are of other lengths)."""
+    (the GEMM's blocks are of other lengths).  (The transforms, which take the longest kernels,
+    turned off: see "by transforms" below.)"""
     from irrun.optimize import _ConvolutionPoolFirst
+    monkeypatch.setenv("IRRUN_FFT", "off")
     xml = save(_audio_front_end(taps, stride, pool, length), tmp_path)
     m = check_both_ways(xml, {"wave": RNG.standard_normal((1, 1, length)).astype(np.float32)})
     assert fused_steps(m) == [["conv", "add", "act", "pool"]]
@@ -704,14 +706,15 @@ def test_an_audio_front_end_pools_inside_its_convolution(taps, stride, pool, len
 
 
 @pytest.mark.parametrize("case", ["padded", "dilated", "two samples", "short kernel", "the convolution read",
-                                  "a padded pool"])
+                                  "a padded pool", "by transforms"])
 def test_no_pool_inside_a_convolution_it_does_not_suit(case, tmp_path):
     """The pool stays out of the convolution (the bias and Relu still go after it) where the
     convolution pads or dilates, runs two samples, has too short a kernel for positions-major
-    columns or another reader, or where the pool's windows do not tile its output."""
+    columns or another reader, where the pool's windows do not tile its output, or where the
+    convolution runs by transforms (irrun/ops/fft_convolution.py: a 512-tap kernel)."""
     model = _audio_front_end(**{"padded": {"pads": 3}, "dilated": {"dilation": 2}, "two samples": {"batch": 2},
                                 "short kernel": {"taps": 8}, "the convolution read": {"conv_read": True},
-                                "a padded pool": {"pool_pads": 1}}[case])
+                                "a padded pool": {"pool_pads": 1}, "by transforms": {"taps": 512}}[case])
     xml = save(model, tmp_path)
     batch = 2 if case == "two samples" else 1
     m = check_both_ways(xml, {"wave": RNG.standard_normal((batch, 1, 1000)).astype(np.float32)})

@@ -39,6 +39,7 @@ from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from . import im2col
 from .common import channels_first_view
 from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
+from .fft_convolution import SpectralFilter, block_length, fft_conv, fft_pays
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
 from .window import (SAME, effective_kernel, inside_region, resolve_pads, tap_outputs, transposed_output_dims,
                      window_output_dims, zero_extended)
@@ -569,7 +570,7 @@ class _ConvolutionFamily(Op):
             return self._bind_phases(step)
         if self.run_replaced() or len(step.inputs) != 2:
             return None
-        return self._bind_winograd(step) or self._bind_direct(step)
+        return self._bind_winograd(step) or self._bind_spectral(step) or self._bind_direct(step)
 
     def _constant_filter(self, step) -> np.ndarray | None:
         """The filter as [G, Og, Cg, K...] where a kernel can be bound to it: constant, over f32/f64
@@ -624,6 +625,8 @@ class _ConvolutionFamily(Op):
             return None
         geo = self.geometry(data.rank - 2)
         whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
+        if fft_pays(weights.shape, geo, counts, weights.itemsize):
+            return None     # (the transforms win by more than the pool inside the GEMM's blocks)
         if min(counts, default=1) < pool or not im2col.one_view_of_windows(weights.shape, data.shape[0], geo, whole,
                                                                                counts, data.shape[2:]):
             return None
@@ -653,6 +656,29 @@ class _ConvolutionFamily(Op):
             step.release(filt.value)
         transformed = cached[2]
         return lambda x, w: winograd_conv(x, transformed, whole, counts)
+
+    def _bind_spectral(self, step):
+        """Long 1-D kernels where the transforms pay (`fft_convolution.fft_pays`): the filter's
+        transforms made once, here."""
+        weights = self._constant_filter(step)
+        if weights is None or weights.ndim != 4:
+            return None
+        data = step.inputs[0]
+        geo = self.geometry(1)
+        whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
+        if not fft_pays(weights.shape, geo, counts, weights.itemsize):
+            return None
+        stride = geo.strides[0]
+        length = block_length(-(-weights.shape[3] // stride), counts[0])
+        # (made once per layer: a plan variant that binds the layer again takes the same one)
+        cached = getattr(self, "_spectra", None)
+        if cached is None or cached[0] is not step.inputs[1].value or cached[1] != (stride, length):
+            spectral = SpectralFilter(weights[0], stride, length)
+            cached = self._spectra = (step.inputs[1].value, (stride, length), spectral)
+        if step.release is not None:
+            step.release(step.inputs[1].value)
+        spectral = cached[2]
+        return lambda x, w: fft_conv(x, spectral, whole, counts)
 
     def _bind_phases(self, step):
         from .transposed_convolution import phase_filters_of, phases_pay
