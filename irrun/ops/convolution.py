@@ -20,7 +20,8 @@ Kernels (BLAS through `matmul`, Python loops only over kernel taps):
               its height, the column products added shifted (`_row_taps`).  Other
               stride-1 layers with few channels (C_out <= C_in, 16 <= C_in <= 128): one
               GEMM per tap on the flattened padded input, where each tap's shift is a
-              contiguous slice (no im2col copy).
+              contiguous slice (no im2col copy).  1-D layers with long kernels and a
+              constant filter: real FFTs, overlap-save (`fft_convolution`).
   transposed  by output phases or by scattered taps: `transposed_convolution`.
 
 Arithmetic of output sizes and pads: `irrun.ops.window`.
