@@ -273,24 +273,30 @@ TILING = {
 }
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
-@pytest.mark.parametrize("geometry", TILING)
-def test_maxpool_values_of_tiling_windows(geometry, dtype, tmp_path, monkeypatch):
-    """Values alone of windows that tile the data, exactly as OpenVINO gives them, NaN, -inf and
-    all-NaN windows included; a spy checks which path ran."""
-    spatial, kernel, rounding, tiles = TILING[geometry]
-    shape = [2, 3] + spatial
+def _tiling_pool(geometry, dtype, batch, tmp_path):
+    """(model file, data, OpenVINO's values) of a max pool of TILING[geometry] over `batch` samples
+    of 3 channels (5 for one sample), NaN, -inf and a channel all NaN among float data."""
+    spatial, kernel, rounding, _ = TILING[geometry]
+    shape = [batch, 3 if batch > 1 else 5] + spatial
     x = sample(shape, dtype)
     if np.dtype(dtype).kind == "f":
         flat = x.reshape(-1)
         flat[::7] = np.nan
         flat[3::11] = -np.inf
-        x[1, 2] = np.nan            # every window of a channel NaN: the lowest value, as in OpenVINO
+        x[-1, 2] = np.nan           # every window of a channel NaN: the lowest value, as in OpenVINO
     p = ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape(shape))
     n = len(spatial)
     pool = ops8.max_pool(p, kernel, [1] * n, [0] * n, [0] * n, kernel, rounding, "explicit")
     xml = save(ov.Model([pool.output(0)], [p]), tmp_path)
-    expected = run_openvino(xml, [x])[0]
+    return xml, x, run_openvino(xml, [x])[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+@pytest.mark.parametrize("geometry", TILING)
+def test_maxpool_values_of_tiling_windows(geometry, dtype, tmp_path, monkeypatch):
+    """Values alone of windows that tile the data, exactly as OpenVINO gives them, NaN, -inf and
+    all-NaN windows included; a spy checks which path ran."""
+    xml, x, expected = _tiling_pool(geometry, dtype, 2, tmp_path)
     from irrun.ops import pooling
     taken = []
     real = pooling._tiled
@@ -298,7 +304,7 @@ def test_maxpool_values_of_tiling_windows(geometry, dtype, tmp_path, monkeypatch
     got = next(iter(irrun.load(xml).infer([x]).values()))
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
-    assert bool(taken) == tiles
+    assert bool(taken) == TILING[geometry][3]
 
 
 @pytest.mark.parametrize("dtype, paired", [(np.float32, True), (np.float16, True), (np.int8, True), (np.uint8, True),
@@ -310,19 +316,7 @@ def test_maxpool_tiling_windows_two_wide_by_contiguous_passes(geometry, dtype, p
     elements of 1, 2 and 4 bytes (f16 is pooled in f32), by a plain strided copy for 8 bytes;
     exactly OpenVINO's values, NaN, -inf and an all-NaN channel included."""
     from irrun.ops import pooling, window
-    spatial, kernel, rounding, _ = TILING[geometry]
-    shape = [1, 5] + spatial
-    x = sample(shape, dtype)
-    if np.dtype(dtype).kind == "f":
-        flat = x.reshape(-1)
-        flat[::7] = np.nan
-        flat[3::11] = -np.inf
-        x[0, 2] = np.nan
-    p = ov.op.Parameter(ov.Type(np.dtype(dtype)), ov.PartialShape(shape))
-    n = len(spatial)
-    xml = save(ov.Model([ops8.max_pool(p, kernel, [1] * n, [0] * n, [0] * n, kernel, rounding).output(0)], [p]),
-               tmp_path)
-    expected = run_openvino(xml, [x])[0]
+    xml, x, expected = _tiling_pool(geometry, dtype, 1, tmp_path)
     monkeypatch.setattr(window, "PAIR_GATHER_ELEMENTS", 1)
     by_pairs, casts = [], []
     real, real_view = pooling._tiled_by_pairs, window._pairs_view

@@ -21,10 +21,10 @@ C_out (N / 2 + 1) complex values, 4 MiB for the audio net's layer against its 12
 Blocks of outputs, and the output channels within one, run in parts on every core.
 
 Accuracy.  A transform's rounding error is relative to the block's whole energy, not to each
-output: against float64 direct convolution, over random unit-scale inputs and filters of 128-1024
-taps, the largest f32 error is 0.4-0.6x the direct f32 method's (im2col's sums of 512 products
-round more than a transform of 4096 points does), and the tests hold it to OpenVINO at the
-standard bound.  An output much smaller than its neighbourhood's scale (a filter that cancels the
+output: against float64 direct convolution, over random unit-scale inputs and filters of 250-512
+taps, the largest f32 error is 0.2-0.4x the direct f32 method's (the audio layer 0.9e-6 against
+2.5e-6: im2col's sums of 512 products round more than a transform of 4000 points does), and the
+tests hold it to OpenVINO at the standard bound.  An output much smaller than its neighbourhood's scale (a filter that cancels the
 input) keeps an absolute error of about 1e-7 of that scale where the direct sum's error shrinks
 with it.  Only float32 and float64 data with a constant filter take this path (an integer
 convolution's sums must be exact).
