@@ -193,3 +193,43 @@ def test_a_dynamic_length_runs_the_direct_kernels(monkeypatch, tmp_path):
     for length in (3000, 5000):
         compare(model, [rand(1, 1, length, seed=length)], tmp_path / str(length))
     assert not calls
+
+
+@pytest.mark.parametrize("special", ["nan", "inf", "-inf", "huge"])
+def test_values_the_transforms_would_spread_run_the_direct_kernels(special, monkeypatch, tmp_path):
+    """A NaN or an infinity reaches only the outputs whose windows read it (through a transform it
+    would reach every output of its block), and values large enough to overflow a transform
+    (1e36) are summed directly: OpenVINO's outputs, NaN for NaN, the transforms not used for them."""
+    transformed = []
+    run = fft_convolution.fft_conv
+    monkeypatch.setattr(convolution, "fft_conv", lambda *a: transformed.append(1) or run(*a))
+    model, (data,) = conv1d(1, 16, 512, 4, 4000)
+    xml = save(model, tmp_path / "m")
+    if special == "huge":
+        data = data * np.float32(1e36)
+    else:
+        data[0, 0, [100, 2999]] = np.float32(special)
+    expected = run_openvino(xml, [data])[0]
+    got = irrun.load(xml).infer([data])[0]
+    assert not transformed
+    finite = np.isfinite(expected)
+    if special != "huge":      # (two values among 4000 reach 2 x 128 of a channel's 873 outputs)
+        assert 0 < (~finite).sum() < expected.size // 2
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(expected)], expected[~finite & ~np.isnan(expected)])
+    scale = np.abs(expected[finite]).max()
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-4, atol=1e-5 * scale)
+
+
+def test_large_values_within_the_limit_still_transformed(monkeypatch, tmp_path):
+    """Data at 1e27 (within the filter's input limit, about 1e29 here): the transforms, within the
+    standard bound relative to the output's scale (their rounding is relative, as the direct
+    kernels' is)."""
+    calls = spy(monkeypatch, convolution, "fft_conv")
+    model, (data,) = conv1d(1, 16, 512, 4, 4000)
+    xml = save(model, tmp_path / "m")
+    data = data * np.float32(1e27)
+    expected = run_openvino(xml, [data])[0]
+    got = irrun.load(xml).infer([data])[0]
+    assert calls
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())

@@ -40,7 +40,7 @@ from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from . import im2col
 from .common import channels_first_view
 from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
-from .fft_convolution import SpectralFilter, block_length, fft_conv, fft_pays
+from .fft_convolution import SpectralFilter, block_length, fft_conv, fft_pays, fft_suits
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
 from .window import (SAME, effective_kernel, inside_region, resolve_pads, tap_outputs, transposed_output_dims,
                      window_output_dims, zero_extended)
@@ -679,7 +679,12 @@ class _ConvolutionFamily(Op):
         if step.release is not None:
             step.release(step.inputs[1].value)
         spectral = cached[2]
-        return lambda x, w: fft_conv(x, spectral, whole, counts)
+
+        def spectral_or_direct(x, w):
+            if fft_suits(x, spectral):
+                return fft_conv(x, spectral, whole, counts)
+            return _direct(x, weights, geo, whole, counts)      # (NaN, infinities, overflowing values)
+        return spectral_or_direct
 
     def _bind_phases(self, step):
         from .transposed_convolution import phase_filters_of, phases_pay

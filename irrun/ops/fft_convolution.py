@@ -27,7 +27,8 @@ taps, the largest f32 error is 0.2-0.4x the direct f32 method's (the audio layer
 tests hold it to OpenVINO at the standard bound.  An output much smaller than its neighbourhood's scale (a filter that cancels the
 input) keeps an absolute error of about 1e-7 of that scale where the direct sum's error shrinks
 with it.  Only float32 and float64 data with a constant filter take this path (an integer
-convolution's sums must be exact).
+convolution's sums must be exact), and only data that `fft_suits`: a NaN or an infinity in the
+input, or values large enough for a transform to overflow, run the direct kernels.
 """
 from __future__ import annotations
 
@@ -115,10 +116,25 @@ class SpectralFilter:
         spectra = np.fft.rfft(phases.reshape(c_in * stride, c_out, self.phase_taps), length, axis=-1)
         self.spectra = np.ascontiguousarray(np.conj(spectra))
         self.dtype = w.dtype
+        # The largest input magnitude whose transforms stay finite, with room to spare: a block's
+        # forward transform grows it up to N times, each of the terms' products by the filter's
+        # largest transform, the inverse transform's sums N times more before its 1 / N
+        growth = c_in * stride * float(length) ** 2 * max(float(np.abs(self.spectra).max(initial=0)), 1.0)
+        self.input_limit = float(np.finfo(w.dtype).max) / 16 / growth
 
     @property
     def outputs_per_block(self) -> int:
         return self.length - self.phase_taps + 1
+
+
+def fft_suits(x: np.ndarray, f: SpectralFilter) -> bool:
+    """Whether x's values suit the transforms: all finite (a NaN or an infinity would spread over
+    every output of its block, where the direct sums keep it to the windows that read it) and
+    within `f.input_limit` (no transform overflows where the direct sums would not)."""
+    if not x.size:
+        return True
+    lo, hi = x.min(), x.max()          # (NaN propagates, and fails both comparisons)
+    return bool(lo >= -f.input_limit and hi <= f.input_limit)
 
 
 def fft_conv(x: np.ndarray, f: SpectralFilter, whole, counts) -> np.ndarray:
