@@ -143,6 +143,17 @@ def cast_in_parts(x: np.ndarray, dtype) -> np.ndarray:
     return threads.in_parts(lambda src, dst: np.copyto(dst, src, casting="unsafe"), out, x, cost=cost)
 
 
+def sum_of_squares(x: np.ndarray) -> float:
+    """The sum of x's squared values, by one BLAS dot product (13 us over 64 x 56 x 56 f32, where
+    a minimum and a maximum took 22): NaN or infinite where x holds a NaN or an infinity, or
+    values too large to square (past about 1.8e19 in f32).  The fast convolutions (Winograd, FFT)
+    ask it before mixing an input's values in their transforms: a NaN there would reach every
+    output of its tile or block, an infinity become NaN, a huge value overflow, where the direct
+    sums keep each to the windows that read it."""
+    flat = x.reshape(-1)
+    return float(np.dot(flat, flat))
+
+
 def round_half_away(x: np.ndarray) -> np.ndarray:
     """C's std::round (halves away from zero) in x's own float type: x - trunc(x) is exact, so a
     half is found without the error x + 0.5 makes (0.49999997 + 0.5 is 1 in float32)."""

@@ -38,7 +38,7 @@ from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from . import im2col
-from .common import channels_first_view
+from .common import channels_first_view, sum_of_squares
 from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
 from .fft_convolution import SpectralFilter, block_length, fft_conv, fft_pays, fft_suits
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
@@ -656,7 +656,12 @@ class _ConvolutionFamily(Op):
         if step.release is not None:
             step.release(filt.value)
         transformed = cached[2]
-        return lambda x, w: winograd_conv(x, transformed, whole, counts)
+
+        def winograd_or_direct(x, w):
+            if np.isfinite(sum_of_squares(x)):
+                return winograd_conv(x, transformed, whole, counts)
+            return _direct(x, grouped, geo, whole, counts)      # (NaN, infinities: see sum_of_squares)
+        return winograd_or_direct
 
     def _bind_spectral(self, step):
         """Long 1-D kernels where the transforms pay (`fft_convolution.fft_pays`): the filter's

@@ -37,6 +37,7 @@ import os
 import numpy as np
 
 from .. import threads
+from .common import sum_of_squares
 from .window import zero_extended
 
 # Where the transforms pay, per output of one channel, one thread (min of 15 runs, 64 filters over
@@ -130,11 +131,10 @@ class SpectralFilter:
 def fft_suits(x: np.ndarray, f: SpectralFilter) -> bool:
     """Whether x's values suit the transforms: all finite (a NaN or an infinity would spread over
     every output of its block, where the direct sums keep it to the windows that read it) and
-    within `f.input_limit` (no transform overflows where the direct sums would not)."""
-    if not x.size:
-        return True
-    lo, hi = x.min(), x.max()          # (NaN propagates, and fails both comparisons)
-    return bool(lo >= -f.input_limit and hi <= f.input_limit)
+    within `f.input_limit` (no transform overflows where the direct sums would not); by x's sum of
+    squares, which bounds its largest magnitude."""
+    squares = sum_of_squares(x)
+    return bool(np.isfinite(squares) and squares <= f.input_limit * f.input_limit)
 
 
 def fft_conv(x: np.ndarray, f: SpectralFilter, whole, counts) -> np.ndarray:
