@@ -35,7 +35,10 @@ f32 grows with the tile: against float64 direct convolution, over random data an
 method's own largest error (tests/test_kernels_parallel.py measures both).  At unit output scale
 both meet the standard bound against OpenVINO (rtol 1e-4, atol 1e-5), which the tests of the
 default rule check; F(4,3) from 32 channels (IRRUN_WINOGRAD=4) is tested within 1e-4 of the
-output's scale.  Only float32 and float64 data take this path.
+output's scale.  Only float32 and float64 data take this path, and only inputs whose sum of
+squares is finite (irrun/ops/convolution.py; `common.sum_of_squares`): the transforms would spread
+a NaN over its whole tile and turn an infinity into NaN, where the direct sums keep each to the
+windows that read it.
 """
 from __future__ import annotations
 
