@@ -254,7 +254,8 @@ def _commuting_stage(plan, step) -> Stage | None:
 
 def _pooled_convolution(plan, steps: list, pool, k: int | None, readers, pinned, keep, taken):
     """The index of the convolution making a pools-first step's data where the pool can run inside
-    it (`_pooled_kernel`: an audio front end's 1-D layer, whose product is pooled while in cache),
+    it (`_pooled_kernel`: an audio front end's 1-D layer or a thin 2-D one such as a CRNN's stem,
+    whose product is pooled while in cache),
     else None: the convolution alone reads nothing fused and its output nothing else reads, nor a
     watcher."""
     from .ops.convolution import Convolution
@@ -264,14 +265,14 @@ def _pooled_convolution(plan, steps: list, pool, k: int | None, readers, pinned,
     if type(conv.op) is not Convolution or conv.members or conv.node.id in keep \
             or any(readers.get(s) != 1 or s in pinned for s in conv.outputs):
         return None
-    if len(pool.op.kernel) != 1 or not pool.op.windows(tuple(plan.analysis.type_of(pool.node.inputs[0]).shape[2:]))[2]:
-        return None       # (1-D windows that tile the data: stride = kernel, no padding, none past the end)
+    if not pool.op.windows(tuple(plan.analysis.type_of(pool.node.inputs[0]).shape[2:]))[2]:
+        return None       # (windows that tile the data: stride = kernel, no padding, none past the end)
     return None if _pooled_kernel(plan, conv, pool.op) is None else k
 
 
 def _pooled_kernel(plan, conv, pool_op):
     """The convolution step's kernel with the max pool's windows inside (`Convolution.bind_pooled`)."""
-    return conv.op.bind_pooled(plan.step_info(conv), pool_op.kernel[0])
+    return conv.op.bind_pooled(plan.step_info(conv), tuple(pool_op.kernel))
 
 
 def _pool_first_step(plan, steps: list, pool, run: list, data: int, convolution=None):

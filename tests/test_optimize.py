@@ -705,6 +705,76 @@ def test_an_audio_front_end_pools_inside_its_convolution(taps, stride, pool, len
     assert [type(s.op) for s in m._plan.steps if s.members] == [_ConvolutionPoolFirst]
 
 
+def _thin_stem(c_in=3, c_out=16, size=(12, 30), pool=(2, 2), batch=1, pads=1, conv_read=False, pool_pads=0):
+    """A VGG/CRNN-style stem: image [batch, c_in, *size] -> 3x3 Convolution (pads on each side) ->
+    Add bias -> Relu -> MaxPool of `pool` windows at stride `pool`."""
+    image = ops.parameter([batch, c_in, *size], ov.Type.f32, name="image")
+    y = _named(ops.convolution(image, _c((c_out, c_in, 3, 3), 1 / np.sqrt(9 * c_in)), [1, 1], [pads] * 2,
+                               [pads] * 2, [1, 1]), "conv")
+    z = _named(ops.relu(_named(ops.add(y, _c((1, c_out, 1, 1), 0.1)), "add")), "act")
+    pooled = _named(ops.max_pool(z, [*pool], [1, 1], [pool_pads] * 2, [0, 0], [*pool]), "pool")
+    return ov.Model([ops.result(pooled.output(0))] + ([ops.result(y)] if conv_read else []), [image])
+
+
+@pytest.mark.parametrize("c_in, size, pool, pads", [(3, (32, 256), (2, 2), 1), (3, (13, 31), (2, 2), 1),
+                                                    (1, (20, 24), (3, 2), 0), (8, (10, 17), (1, 2), 1),
+                                                    (4, (9, 12), (2, 1), 1)],
+                         ids=["crnn stem", "ragged", "3x2 unpadded", "1x2", "2x1"])
+def test_a_thin_stem_pools_inside_its_convolution(c_in, size, pool, pads, tmp_path):
+    """A 2-D convolution of one sample too thin for the row-tap kernel (fewer than 16 input
+    channels), then bias, Relu and a max pool whose windows tile its output: the pool runs inside
+    the convolution (each block of output rows' product made positions-major and pooled there,
+    only the maxima written back), the bias and Relu after it; the outputs past the last whole
+    window are never computed.  OpenVINO's values, and optimize=False's within BLAS's rounding."""
+    from irrun.optimize import _ConvolutionPoolFirst
+    xml = save(_thin_stem(c_in, size=size, pool=pool, pads=pads), tmp_path)
+    m = check_both_ways(xml, {"image": RNG.standard_normal((1, c_in, *size)).astype(np.float32)})
+    assert fused_steps(m) == [["conv", "add", "act", "pool"]]
+    assert [type(s.op) for s in m._plan.steps if s.members] == [_ConvolutionPoolFirst]
+
+
+@pytest.mark.parametrize("case", ["two samples", "16 channels", "the convolution read", "a padded pool"])
+def test_no_pool_inside_a_stem_it_does_not_suit(case, tmp_path):
+    """The pool stays out of a 2-D convolution of two samples, of 16 input channels (the row taps
+    take it), with another reader, or under a pool whose windows do not tile its output."""
+    model = _thin_stem(**{"two samples": {"batch": 2}, "16 channels": {"c_in": 16},
+                          "the convolution read": {"conv_read": True}, "a padded pool": {"pool_pads": 1}}[case])
+    xml = save(model, tmp_path)
+    shape = [int(d) for d in model.inputs[0].get_partial_shape().to_shape()]
+    m = check_both_ways(xml, {"image": RNG.standard_normal(shape).astype(np.float32)})
+    assert fused_steps(m) == [["add", "act", "pool"]], fused_steps(m)
+
+
+def test_a_thin_stem_pools_inside_its_convolution_in_parts(two_threads, tmp_path):
+    """The CRNN's stem (3 -> 64 channels at 32 x 256, its 2x2 / 2 pool) in a convolution network on
+    two threads: its blocks of rows in parts; the values one thread gives, bit for bit."""
+    from irrun import threads
+    stem = _thin_stem(3, 64, (32, 256))
+    pooled = stem.outputs[0].get_node().input_value(0)
+    y = ops.convolution(pooled, _c((128, 64, 3, 3), 1 / 24), [1, 1], [1, 1], [1, 1], [1, 1])   # (a network of
+    xml = save(ov.Model([ops.result(y)], stem.get_parameters()), tmp_path)                   # convolutions)
+    image = {"image": RNG.standard_normal((1, 3, 32, 256)).astype(np.float32)}
+    from irrun.ops import im2col
+    splits, inside = [], []
+    run_parts, kernel = threads.run_parts, im2col.pooled_rows_positions_major
+
+    def pooled(*args):
+        inside.append(True)
+        try:
+            return kernel(*args)
+        finally:
+            inside.pop()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(threads, "run_parts", lambda fn, ranges: (inside and splits.append(len(ranges)))
+                      or run_parts(fn, ranges))
+        patch.setattr(im2col, "pooled_rows_positions_major", pooled)
+        m = check_both_ways(xml, image)
+        parallel = m.infer(image)
+    assert m._plan.convolution_network and 2 in splits
+    threads.set_threads(1)
+    np.testing.assert_array_equal(next(iter(parallel.values())), next(iter(irrun.load(xml).infer(image).values())))
+
+
 @pytest.mark.parametrize("case", ["padded", "dilated", "two samples", "short kernel", "the convolution read",
                                   "a padded pool", "by transforms"])
 def test_no_pool_inside_a_convolution_it_does_not_suit(case, tmp_path):

@@ -615,17 +615,27 @@ class _ConvolutionFamily(Op):
         kind = _shape_kernel(weights.shape, geo, whole, counts)
         return lambda x, w: _direct(x, weights, geo, whole, counts, laid_out, kind)
 
-    def bind_pooled(self, step, pool: int):
-        """The kernel of this layer with a max pool of `pool` taps at stride `pool` after it (no
-        padding), as irrun/optimize.py's pools first fuses them: the maxima not yet raised to the
-        lowest value (`im2col.pooled_positions_major`); None where the layer is not such a 1-D one."""
+    def bind_pooled(self, step, pool: tuple[int, ...]):
+        """The kernel of this layer with a max pool whose windows `pool` tile its output after it
+        (stride = kernel, no padding), as irrun/optimize.py's pools first fuses them: the maxima
+        not yet raised to the lowest value.  A 1-D layer of one sample with positions-major
+        windows (an audio front end: `im2col.pooled_positions_major`) or a thin 2-D layer of one
+        sample that im2col would take (the CRNN's stem: `im2col.pooled_rows_positions_major`);
+        None for other layers."""
         weights = None if self.transposed or self.run_replaced() or len(step.inputs) != 2 \
             else self._constant_filter(step)
         data = step.inputs[0]
-        if weights is None or pool < 2:
+        if weights is None or len(pool) != weights.ndim - 3 or max(pool) < 2:
             return None
         geo = self.geometry(data.rank - 2)
         whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
+        if len(pool) == 2:
+            if not im2col.pooled_2d_suits(weights.shape, data.shape[0], counts, pool) or \
+                    _shape_kernel(weights.shape, geo, whole, counts) is not None:
+                return None
+            shape = (1, weights.shape[1], counts[0] // pool[0], counts[1] // pool[1])
+            return lambda x, w: im2col.pooled_rows_positions_major(x, weights, geo, whole, counts, pool).reshape(shape)
+        (pool,) = pool
         if fft_pays(weights.shape, geo, counts, weights.itemsize):
             return None     # (the transforms win by more than the pool inside the GEMM's blocks)
         if min(counts, default=1) < pool or not im2col.one_view_of_windows(weights.shape, data.shape[0], geo, whole,

@@ -316,3 +316,62 @@ def pooled_positions_major(xs, w, geo: Geometry, whole, counts, pool: int) -> np
     return out
 
 
+
+
+# A 2-D layer takes `pooled_rows_positions_major` at most this deep (C_in times taps): thin layers
+# (the CRNN's 3-channel stem, 27), whose channel-major GEMM BLAS runs worst
+POOLED_2D_MAX_DEPTH = 256
+THIN_GEMM_COST = 2
+
+
+def pooled_2d_suits(w_shape, n: int, counts, pool) -> bool:
+    """Whether `pooled_rows_positions_major` takes a 2-D layer of one group and one sample, at most
+    POOLED_2D_MAX_DEPTH deep, followed by a max pool whose windows `pool` tile its output."""
+    groups, _, cg, *kernel = w_shape
+    return (len(kernel) == 2 and len(pool) == 2 and groups == 1 and n == 1 and cg * prod(kernel) <= POOLED_2D_MAX_DEPTH
+            and all(c >= p >= 1 for c, p in zip(counts, pool)) and max(pool) > 1)
+
+
+def pooled_rows_positions_major(xs, w, geo: Geometry, whole, counts, pool) -> np.ndarray:
+    """A thin 2-D convolution of one sample and the max pool of `pool` = (ph, pw) windows tiling its
+    output after it, in one (`pooled_2d_suits`): xs [1, C_in, H, W] -> [1, 1, C_out, Ho // ph,
+    Wo // pw], the maxima by np.fmax, NaN taps skipped, not yet raised to the lowest value
+    (irrun/optimize.py's pools first, whose floor does that).  Per block of ph-row bands: the
+    band's columns copied channel-major as im2col copies them, the product made positions-major
+    (columns^T @ filters^T: BLAS runs the CRNN stem's [8192, 27] x [27, 64] 1.8x as fast as
+    [64, 27] x [27, 8192]), pooled there over contiguous runs (rows of a window ph product rows
+    apart, its columns neighbours), and only the pooled values written transposed into place: the
+    CRNN's 3 -> 64 stem and its 2x2 / 2 pool 867 -> 560 us on one thread."""
+    _, og, cg, kh, kw = w.shape
+    ph, pw = pool
+    rows, (height, width) = cg * kh * kw, counts
+    pooled_h, pooled_w = height // ph, width // pw
+    filters_t = np.ascontiguousarray(w.reshape(og, rows).T)
+    out = np.empty((1, 1, og, pooled_h, pooled_w), w.dtype)
+    spans = [effective_kernel(k, d) for k, d in zip((kh, kw), geo.dilations)]
+    # (parts by the GEMMs' time: a thin GEMM's multiply-adds cost about twice a wide one's, the
+    # CRNN stem's 14 M 340 us on one core; it took 440 us in two parts against 575 in one)
+    parts = _block_parts(rows * pooled_h * ph * width, pooled_h, THIN_GEMM_COST * rows * pooled_h * ph * width * og)
+    step = threads.balanced_step(pooled_h, max(1, COLUMN_BLOCK_ELEMENTS // (rows * ph * width)), parts)
+    blocks = [(a, min(a + step, pooled_h)) for a in range(0, pooled_h, step)]
+
+    def run_blocks(a, b):
+        buffer = np.empty(rows * step * ph * width, w.dtype)
+        for first, last in blocks[a:b]:
+            top, count = first * ph, (last - first) * ph         # output rows [top, top + count)
+            lo = whole[0][0] + top * geo.strides[0]
+            region = [(lo, lo + (count - 1) * geo.strides[0] + spans[0]), whole[1]]
+            view = window_view(zero_extended(xs, region), (kh, kw), (2, 3), geo.strides, geo.dilations)
+            columns = buffer[:rows * count * width].reshape(cg, kh, kw, count, width)
+            np.copyto(columns, view[0].transpose(0, 3, 4, 1, 2))
+            product = np.matmul(columns.reshape(rows, -1).T, filters_t).reshape(last - first, ph, width, og)
+            maxima = np.fmax(product[:, 0], product[:, 1]) if ph > 1 else product[:, 0]
+            for r in range(2, ph):
+                np.fmax(maxima, product[:, r], out=maxima)
+            bands = maxima[:, :pooled_w * pw].reshape(last - first, pooled_w, pw, og)
+            pooled = np.fmax(bands[:, :, 0], bands[:, :, 1]) if pw > 1 else bands[:, :, 0]
+            for c in range(2, pw):
+                np.fmax(pooled, bands[:, :, c], out=pooled)
+            out[0, 0, :, first:last] = pooled.transpose(2, 0, 1)
+    _blocks_in_parts(run_blocks, len(blocks), parts)
+    return out
