@@ -267,7 +267,18 @@ def _pooled_convolution(plan, steps: list, pool, k: int | None, readers, pinned,
         return None
     if not pool.op.windows(tuple(plan.analysis.type_of(pool.node.inputs[0]).shape[2:]))[2]:
         return None       # (windows that tile the data: stride = kernel, no padding, none past the end)
+    if _may_run_in_two_processes(plan):
+        return None
     return None if _pooled_kernel(plan, conv, pool.op) is None else k
+
+
+def _may_run_in_two_processes(plan) -> bool:
+    """Whether the plan may run its large steps in halves on a second process
+    (irrun/process_pair.py), whose splits take no convolution with its pool inside: one would keep
+    the whole network in one process (the CRNN, whose LSTM's GEMMs keep BLAS's threads: 3.6-4.4 ms
+    paired, 5.2 in one process with its stem's pool inside), so the pool stays out there."""
+    from .process_pair import wanted
+    return (plan.blas_network or plan.convolutions_wake_blas) and wanted()
 
 
 def _pooled_kernel(plan, conv, pool_op):

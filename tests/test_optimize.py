@@ -696,9 +696,11 @@ def test_an_audio_front_end_pools_inside_its_convolution(taps, stride, pool, len
     pooled as positions-major rows), the bias and Relu after it; the outputs past the last whole
     window are never computed.  OpenVINO's values, and optimize=False's within BLAS's rounding
     (the GEMM's blocks are of other lengths).  (The transforms, which take the longest kernels,
-    turned off: see "by transforms" below.)"""
+    turned off: see "by transforms" below; in one process: where a network may run in two, the
+    pool stays out, see test_no_pool_inside_a_stem_of_a_network_that_may_run_in_two_processes.)"""
     from irrun.optimize import _ConvolutionPoolFirst
     monkeypatch.setenv("IRRUN_FFT", "off")
+    monkeypatch.setenv("IRRUN_PROCESSES", "1")
     xml = save(_audio_front_end(taps, stride, pool, length), tmp_path)
     m = check_both_ways(xml, {"wave": RNG.standard_normal((1, 1, length)).astype(np.float32)})
     assert fused_steps(m) == [["conv", "add", "act", "pool"]]
@@ -720,23 +722,52 @@ def _thin_stem(c_in=3, c_out=16, size=(12, 30), pool=(2, 2), batch=1, pads=1, co
                                                     (1, (20, 24), (3, 2), 0), (8, (10, 17), (1, 2), 1),
                                                     (4, (9, 12), (2, 1), 1)],
                          ids=["crnn stem", "ragged", "3x2 unpadded", "1x2", "2x1"])
-def test_a_thin_stem_pools_inside_its_convolution(c_in, size, pool, pads, tmp_path):
+def test_a_thin_stem_pools_inside_its_convolution(c_in, size, pool, pads, monkeypatch, tmp_path):
     """A 2-D convolution of one sample too thin for the row-tap kernel (fewer than 16 input
     channels), then bias, Relu and a max pool whose windows tile its output: the pool runs inside
     the convolution (each block of output rows' product made positions-major and pooled there,
     only the maxima written back), the bias and Relu after it; the outputs past the last whole
-    window are never computed.  OpenVINO's values, and optimize=False's within BLAS's rounding."""
+    window are never computed.  OpenVINO's values, and optimize=False's within BLAS's rounding.
+    (In one process: where a network may run in two, the pool stays out, below.)"""
     from irrun.optimize import _ConvolutionPoolFirst
+    monkeypatch.setenv("IRRUN_PROCESSES", "1")
     xml = save(_thin_stem(c_in, size=size, pool=pool, pads=pads), tmp_path)
     m = check_both_ways(xml, {"image": RNG.standard_normal((1, c_in, *size)).astype(np.float32)})
     assert fused_steps(m) == [["conv", "add", "act", "pool"]]
     assert [type(s.op) for s in m._plan.steps if s.members] == [_ConvolutionPoolFirst]
 
 
+@pytest.mark.parametrize("processes, inside", [("1", True), (None, False)])
+def test_no_pool_inside_a_stem_of_a_network_that_may_run_in_two_processes(processes, inside, two_threads,
+                                                                           monkeypatch, tmp_path):
+    """A CRNN-like net (a thin stem and its pool, then a product of BLAS_SPIN_MACS multiply-adds or
+    more, which keeps BLAS's threads): with two processes allowed its pool stays out of the stem,
+    whose fused kernel a paired run could not split (irrun/split_steps.py); in one process
+    (IRRUN_PROCESSES=1) it goes in.  OpenVINO's values either way."""
+    from irrun.executor import BLAS_SPIN_MACS
+    if processes is None:
+        monkeypatch.delenv("IRRUN_PROCESSES", raising=False)
+    else:
+        monkeypatch.setenv("IRRUN_PROCESSES", processes)
+    stem = _thin_stem(3, 16, (32, 64))
+    pooled = stem.outputs[0].get_node().input_value(0)
+    flat = ops.reshape(pooled, ops.constant(np.array([1, 16 * 16 * 32], np.int64)), False)
+    columns = max(64, BLAS_SPIN_MACS // (16 * 16 * 32) + 1)
+    product = ops.matmul(flat, _c((16 * 16 * 32, columns), 0.01), False, False)
+    xml = save(ov.Model([ops.result(product)], stem.get_parameters()), tmp_path)
+    m = check_both_ways(xml, {"image": RNG.standard_normal((1, 3, 32, 64)).astype(np.float32)})
+    assert m._plan.blas_network
+    from irrun.optimize import _ConvolutionPoolFirst, _PoolFirst
+    heads = {type(op) for s in m._plan.steps for op in (s.op, getattr(getattr(s.op, "head_step", None), "op", None))}
+    assert (_ConvolutionPoolFirst if inside else _PoolFirst) in heads
+    assert (_PoolFirst if inside else _ConvolutionPoolFirst) not in heads
+
+
 @pytest.mark.parametrize("case", ["two samples", "16 channels", "the convolution read", "a padded pool"])
-def test_no_pool_inside_a_stem_it_does_not_suit(case, tmp_path):
+def test_no_pool_inside_a_stem_it_does_not_suit(case, monkeypatch, tmp_path):
     """The pool stays out of a 2-D convolution of two samples, of 16 input channels (the row taps
     take it), with another reader, or under a pool whose windows do not tile its output."""
+    monkeypatch.setenv("IRRUN_PROCESSES", "1")
     model = _thin_stem(**{"two samples": {"batch": 2}, "16 channels": {"c_in": 16},
                           "the convolution read": {"conv_read": True}, "a padded pool": {"pool_pads": 1}}[case])
     xml = save(model, tmp_path)
@@ -777,11 +808,13 @@ def test_a_thin_stem_pools_inside_its_convolution_in_parts(two_threads, tmp_path
 
 @pytest.mark.parametrize("case", ["padded", "dilated", "two samples", "short kernel", "the convolution read",
                                   "a padded pool", "by transforms"])
-def test_no_pool_inside_a_convolution_it_does_not_suit(case, tmp_path):
+def test_no_pool_inside_a_convolution_it_does_not_suit(case, monkeypatch, tmp_path):
     """The pool stays out of the convolution (the bias and Relu still go after it) where the
     convolution pads or dilates, runs two samples, has too short a kernel for positions-major
     columns or another reader, where the pool's windows do not tile its output, or where the
-    convolution runs by transforms (irrun/ops/fft_convolution.py: a 512-tap kernel)."""
+    convolution runs by transforms (irrun/ops/fft_convolution.py: a 512-tap kernel).  (In one
+    process, so that each case is its own reason.)"""
+    monkeypatch.setenv("IRRUN_PROCESSES", "1")
     model = _audio_front_end(**{"padded": {"pads": 3}, "dilated": {"dilation": 2}, "two samples": {"batch": 2},
                                 "short kernel": {"taps": 8}, "the convolution read": {"conv_read": True},
                                 "a padded pool": {"pool_pads": 1}, "by transforms": {"taps": 512}}[case])
