@@ -707,22 +707,23 @@ def test_an_audio_front_end_pools_inside_its_convolution(taps, stride, pool, len
     assert [type(s.op) for s in m._plan.steps if s.members] == [_ConvolutionPoolFirst]
 
 
-def _thin_stem(c_in=3, c_out=16, size=(12, 30), pool=(2, 2), batch=1, pads=1, conv_read=False, pool_pads=0):
+def _thin_stem(c_in=3, c_out=16, size=(12, 30), pool=(2, 2), batch=1, pads=1, conv_read=False, pool_pads=0,
+               stride=1, dilation=1):
     """A VGG/CRNN-style stem: image [batch, c_in, *size] -> 3x3 Convolution (pads on each side) ->
     Add bias -> Relu -> MaxPool of `pool` windows at stride `pool`."""
     image = ops.parameter([batch, c_in, *size], ov.Type.f32, name="image")
-    y = _named(ops.convolution(image, _c((c_out, c_in, 3, 3), 1 / np.sqrt(9 * c_in)), [1, 1], [pads] * 2,
-                               [pads] * 2, [1, 1]), "conv")
+    y = _named(ops.convolution(image, _c((c_out, c_in, 3, 3), 1 / np.sqrt(9 * c_in)), [stride] * 2, [pads] * 2,
+                               [pads] * 2, [dilation] * 2), "conv")
     z = _named(ops.relu(_named(ops.add(y, _c((1, c_out, 1, 1), 0.1)), "add")), "act")
     pooled = _named(ops.max_pool(z, [*pool], [1, 1], [pool_pads] * 2, [0, 0], [*pool]), "pool")
     return ov.Model([ops.result(pooled.output(0))] + ([ops.result(y)] if conv_read else []), [image])
 
 
-@pytest.mark.parametrize("c_in, size, pool, pads", [(3, (32, 256), (2, 2), 1), (3, (13, 31), (2, 2), 1),
-                                                    (1, (20, 24), (3, 2), 0), (8, (10, 17), (1, 2), 1),
-                                                    (4, (9, 12), (2, 1), 1)],
-                         ids=["crnn stem", "ragged", "3x2 unpadded", "1x2", "2x1"])
-def test_a_thin_stem_pools_inside_its_convolution(c_in, size, pool, pads, monkeypatch, tmp_path):
+@pytest.mark.parametrize("c_in, size, pool, pads, stride, dilation", [
+    (3, (32, 256), (2, 2), 1, 1, 1), (3, (13, 31), (2, 2), 1, 1, 1), (1, (20, 24), (3, 2), 0, 1, 1),
+    (8, (10, 17), (1, 2), 1, 1, 1), (4, (9, 12), (2, 1), 1, 1, 1), (3, (33, 64), (2, 2), 1, 2, 1),
+    (3, (20, 30), (2, 2), 1, 1, 2)], ids=["crnn stem", "ragged", "3x2 unpadded", "1x2", "2x1", "strided", "dilated"])
+def test_a_thin_stem_pools_inside_its_convolution(c_in, size, pool, pads, stride, dilation, monkeypatch, tmp_path):
     """A 2-D convolution of one sample too thin for the row-tap kernel (fewer than 16 input
     channels), then bias, Relu and a max pool whose windows tile its output: the pool runs inside
     the convolution (each block of output rows' product made positions-major and pooled there,
@@ -731,7 +732,7 @@ def test_a_thin_stem_pools_inside_its_convolution(c_in, size, pool, pads, monkey
     (In one process: where a network may run in two, the pool stays out, below.)"""
     from irrun.optimize import _ConvolutionPoolFirst
     monkeypatch.setenv("IRRUN_PROCESSES", "1")
-    xml = save(_thin_stem(c_in, size=size, pool=pool, pads=pads), tmp_path)
+    xml = save(_thin_stem(c_in, size=size, pool=pool, pads=pads, stride=stride, dilation=dilation), tmp_path)
     m = check_both_ways(xml, {"image": RNG.standard_normal((1, c_in, *size)).astype(np.float32)})
     assert fused_steps(m) == [["conv", "add", "act", "pool"]]
     assert [type(s.op) for s in m._plan.steps if s.members] == [_ConvolutionPoolFirst]
