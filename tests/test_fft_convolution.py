@@ -100,26 +100,19 @@ def test_spectra_beyond_their_memory_bound_are_not_made(monkeypatch):
     assert not fft_convolution.fft_pays((1, 64, 1, 512), geo, counts)
 
 
+def _smooth(m: int) -> bool:
+    for p in (2, 3, 5):
+        while m % p == 0:
+            m //= p
+    return m == 1
+
+
 def test_smooth_lengths():
+    """The least 2^a 3^b 5^c at or above n."""
     for n in [1, 2, 7, 97, 1000, 3873, 4001, 8193, 100_000]:
         got = fft_convolution._smooth_length(n)
-        rest = got
-        for p in (2, 3, 5):
-            while rest % p == 0:
-                rest //= p
-        assert got >= n and rest == 1
-        assert not any(fft_convolution._smooth_length(m) == m for m in range(n, got) if m > 1 and
-                       all(q in (2, 3, 5) for q in _prime_factors(m)))
-
-
-def _prime_factors(m):
-    found, d = [], 2
-    while d * d <= m:
-        while m % d == 0:
-            found.append(d)
-            m //= d
-        d += 1
-    return found + ([m] if m > 1 else [])
+        assert got >= n and _smooth(got)
+        assert not any(_smooth(m) for m in range(n, got))
 
 
 def test_error_against_float64_within_the_direct_kernels():

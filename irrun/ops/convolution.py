@@ -630,7 +630,7 @@ class _ConvolutionFamily(Op):
         geo = self.geometry(data.rank - 2)
         whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
         if len(pool) == 2:
-            if not im2col.pooled_2d_suits(weights.shape, data.shape[0], counts, pool) or \
+            if weights.shape[0] != 1 or not im2col.pooled_2d_suits(weights.shape, data.shape[0], counts, pool) or \
                     _shape_kernel(weights.shape, geo, whole, counts) is not None:
                 return None
             shape = (1, weights.shape[1], counts[0] // pool[0], counts[1] // pool[1])
@@ -666,12 +666,8 @@ class _ConvolutionFamily(Op):
         if step.release is not None:
             step.release(filt.value)
         transformed = cached[2]
-
-        def winograd_or_direct(x, w):
-            if np.isfinite(sum_of_squares(x)):
-                return winograd_conv(x, transformed, whole, counts)
-            return _direct(x, grouped, geo, whole, counts)      # (NaN, infinities: see sum_of_squares)
-        return winograd_or_direct
+        return _unless_values_spread(lambda x: winograd_conv(x, transformed, whole, counts),
+                                     lambda x: np.isfinite(sum_of_squares(x)), grouped, geo, whole, counts)
 
     def _bind_spectral(self, step):
         """Long 1-D kernels where the transforms pay (`fft_convolution.fft_pays`): the filter's
@@ -694,12 +690,8 @@ class _ConvolutionFamily(Op):
         if step.release is not None:
             step.release(step.inputs[1].value)
         spectral = cached[2]
-
-        def spectral_or_direct(x, w):
-            if fft_suits(x, spectral):
-                return fft_conv(x, spectral, whole, counts)
-            return _direct(x, weights, geo, whole, counts)      # (NaN, infinities, overflowing values)
-        return spectral_or_direct
+        return _unless_values_spread(lambda x: fft_conv(x, spectral, whole, counts), lambda x: fft_suits(x, spectral),
+                                     weights, geo, whole, counts)
 
     def _bind_phases(self, step):
         from .transposed_convolution import phase_filters_of, phases_pay
@@ -728,6 +720,16 @@ class _ConvolutionFamily(Op):
             spatial = None if output_shape is None else [int(v) for v in np.asarray(output_shape).reshape(-1)]
             return conv_transposed(x, w, geo, spatial, phase_filters)
         return conv_forward(x, w, geo)
+
+
+def _unless_values_spread(fast, suits, weights, geo: Geometry, whole, counts):
+    """A bound kernel running `fast` (a transform's: Winograd, FFT) where `suits(x)`, else the direct
+    kernels: a transform mixes an input's values, so it would spread a NaN over a whole tile or
+    block, turn an infinity into NaN or overflow, where the direct sums keep each value to the
+    windows that read it (`common.sum_of_squares`)."""
+    def kernel(x, w):
+        return fast(x) if suits(x) else _direct(x, weights, geo, whole, counts)
+    return kernel
 
 
 @register("Convolution", 1)

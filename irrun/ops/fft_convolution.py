@@ -96,10 +96,7 @@ def _smooth_length(n: int) -> int:
 
 def block_length(phase_taps: int, outputs: int) -> int:
     """The transform length for outputs in blocks: one block for all where it is short enough."""
-    whole = outputs + phase_taps - 1
-    if whole <= max(FFT_BLOCK_LENGTH, FFT_BLOCK_TAPS * phase_taps):
-        return _smooth_length(whole)
-    return _smooth_length(max(FFT_BLOCK_LENGTH, FFT_BLOCK_TAPS * phase_taps))
+    return _smooth_length(min(outputs + phase_taps - 1, max(FFT_BLOCK_LENGTH, FFT_BLOCK_TAPS * phase_taps)))
 
 
 class SpectralFilter:
@@ -150,8 +147,8 @@ def fft_conv(x: np.ndarray, f: SpectralFilter, whole, counts) -> np.ndarray:
     phases = padded.reshape(n, f.c_in, span, stride).transpose(0, 1, 3, 2).reshape(n, f.c_in * stride, span)
     out = np.empty((n, f.c_out, outputs), f.dtype)
     jobs = [(i, b) for i in range(n) for b in range(blocks)]
-    channel_parts = 1 if len(jobs) > 1 else threads.parts_for(f.c_out * length * (4 + f.spectra.shape[0]),
-                                                              most=f.c_out)
+    work = f.c_out * length * (4 + f.spectra.shape[0])         # a block's, in adds (threads.parts_for)
+    channel_parts = 1 if len(jobs) > 1 else threads.parts_for(work, most=f.c_out)
 
     def run_block(i, b, o0, o1):
         first = b * block
@@ -171,6 +168,5 @@ def fft_conv(x: np.ndarray, f: SpectralFilter, whole, counts) -> np.ndarray:
         def run_jobs(a, b):
             for i, k in jobs[a:b]:
                 run_block(i, k, 0, f.c_out)
-        work = f.c_out * length * (4 + f.spectra.shape[0]) * len(jobs)
-        threads.run_parts(run_jobs, threads.bounds(len(jobs), threads.parts_for(work, most=len(jobs))))
+        threads.run_parts(run_jobs, threads.bounds(len(jobs), threads.parts_for(work * len(jobs), most=len(jobs))))
     return out

@@ -267,10 +267,7 @@ def _positions_major_blocks(windows, filters_t, out, blocks, buffer, pool: int =
         np.copyto(block, windows[first:last])
         product = np.matmul(block.reshape(last - first, rows), filters_t)
         if pool > 1:
-            maxima = np.fmax(product[0::pool], product[1::pool])
-            for tap in range(2, pool):
-                np.fmax(maxima, product[tap::pool], out=maxima)
-            product, first, last = maxima, first // pool, last // pool
+            product, first, last = _maxima([product[tap::pool] for tap in range(pool)]), first // pool, last // pool
         np.copyto(out[:, first:last], product.T)
 
 
@@ -316,8 +313,6 @@ def pooled_positions_major(xs, w, geo: Geometry, whole, counts, pool: int) -> np
     return out
 
 
-
-
 # A 2-D layer takes `pooled_rows_positions_major` at most this deep (C_in times taps): thin layers
 # (the CRNN's 3-channel stem, 27), whose channel-major GEMM BLAS runs worst
 POOLED_2D_MAX_DEPTH = 256
@@ -325,11 +320,20 @@ THIN_GEMM_COST = 2
 
 
 def pooled_2d_suits(w_shape, n: int, counts, pool) -> bool:
-    """Whether `pooled_rows_positions_major` takes a 2-D layer of one group and one sample, at most
-    POOLED_2D_MAX_DEPTH deep, followed by a max pool whose windows `pool` tile its output."""
-    groups, _, cg, *kernel = w_shape
-    return (len(kernel) == 2 and len(pool) == 2 and groups == 1 and n == 1 and cg * prod(kernel) <= POOLED_2D_MAX_DEPTH
-            and all(c >= p >= 1 for c, p in zip(counts, pool)) and max(pool) > 1)
+    """Whether `pooled_rows_positions_major` takes a 2-D layer [1, Og, Cg, kh, kw] of one sample, at
+    most POOLED_2D_MAX_DEPTH deep, whose output has a window of the max pool `pool` at least."""
+    _, _, cg, *kernel = w_shape
+    return n == 1 and cg * prod(kernel) <= POOLED_2D_MAX_DEPTH and all(c >= p for c, p in zip(counts, pool))
+
+
+def _maxima(taps: list[np.ndarray]) -> np.ndarray:
+    """np.fmax over a pool's taps (NaN taps skipped), into a new array (the only tap as it is)."""
+    if len(taps) == 1:
+        return taps[0]
+    maxima = np.fmax(taps[0], taps[1])
+    for tap in taps[2:]:
+        np.fmax(maxima, tap, out=maxima)
+    return maxima
 
 
 def pooled_rows_positions_major(xs, w, geo: Geometry, whole, counts, pool) -> np.ndarray:
@@ -365,13 +369,8 @@ def pooled_rows_positions_major(xs, w, geo: Geometry, whole, counts, pool) -> np
             columns = buffer[:rows * count * width].reshape(cg, kh, kw, count, width)
             np.copyto(columns, view[0].transpose(0, 3, 4, 1, 2))
             product = np.matmul(columns.reshape(rows, -1).T, filters_t).reshape(last - first, ph, width, og)
-            maxima = np.fmax(product[:, 0], product[:, 1]) if ph > 1 else product[:, 0]
-            for r in range(2, ph):
-                np.fmax(maxima, product[:, r], out=maxima)
+            maxima = _maxima([product[:, r] for r in range(ph)])
             bands = maxima[:, :pooled_w * pw].reshape(last - first, pooled_w, pw, og)
-            pooled = np.fmax(bands[:, :, 0], bands[:, :, 1]) if pw > 1 else bands[:, :, 0]
-            for c in range(2, pw):
-                np.fmax(pooled, bands[:, :, c], out=pooled)
-            out[0, 0, :, first:last] = pooled.transpose(2, 0, 1)
+            out[0, 0, :, first:last] = _maxima([bands[:, :, c] for c in range(pw)]).transpose(2, 0, 1)
     _blocks_in_parts(run_blocks, len(blocks), parts)
     return out
