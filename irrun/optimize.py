@@ -61,7 +61,7 @@ from . import threads
 from .analysis import SINK_TYPES, Node
 from .errors import IrrunError
 from .kv_caches import grow_kv_caches_in_place
-from .ops.matrix import runs_weight_first
+from .ops.matrix import one_row_reads_out_in, runs_weight_first
 from .shapes import is_static
 from .watch import Produced
 
@@ -366,9 +366,11 @@ def lay_out_gemm_weights(plan, steps: list, release=None, pages=None) -> int:
     rows for one row of data (an LLM's decoding step), whose GEMV then streams the weight's rows
     (OpenBLAS's `y += x_i w_i`) where [out, in] rows make it take a dot product per output: the
     benchmark's decoder step 0.77-0.83 of its time on an AMD EPYC of family 19h, on two threads and
-    on one.  Data whose rows are known only at run time (an LLM's, exported with dynamic
-    dimensions) gets [in, out] rows too: without weight first, NumPy's matmul runs faster so at
-    every count of rows measured there (1 to 512 rows by 256-1024 x 256-1024 weights: 0.57-0.95
+    on one -- but [out, in] rows where the product narrows the row at least twofold and the weight
+    may stay in cache (`one_row_reads_out_in`: its down-projections 0.65 of their time).  Data
+    whose rows are known only at run time (an LLM's, exported with dynamic dimensions) gets [in,
+    out] rows too: without weight first, NumPy's matmul runs faster so at every count of rows
+    measured there (1 to 512 rows by 256-1024 x 256-1024 weights: 0.57-0.95
     of the time), the benchmark's decoder step reshaped to dynamic input 0.88.  (The GEMMs'
     products are bit for bit those of the other layout, measured; a GEMV's are summed in another
     order.)  Only a weight no other step or Result reads (a Gather of tied embeddings wants its
@@ -397,7 +399,8 @@ def lay_out_gemm_weights(plan, steps: list, release=None, pages=None) -> int:
             continue
         k, n = weight.shape[::-1] if attrs.transpose_b else weight.shape
         rows = gemm_data_rows(plan, step)
-        rows_out_in = rows is not None and rows > 1 and runs_weight_first(rows, k, n)   # [out, in] in memory
+        rows_out_in = rows is not None and (runs_weight_first(rows, k, n) if rows > 1 else      # [out, in] in memory
+                                            one_row_reads_out_in(k, n, weight.nbytes))
         if rows_out_in == bool(attrs.transpose_b):
             continue                                        # (as stored already)
         placed = None if pages is None else pages.place(step.inputs[1], weight, columns_first=True)

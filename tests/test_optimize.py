@@ -426,6 +426,34 @@ def test_few_rows_times_weights_run_weight_first(shape, transpose_b, monkeypatch
     assert_blas_close(weight_first(rows, w if transpose_b else w.T), run(rows, w))
 
 
+@pytest.mark.parametrize("transpose_b", [True, False], ids=["out_in", "in_out"])
+def test_one_row_narrowed_twofold_reads_weights_out_in(transpose_b, monkeypatch, tmp_path):
+    """A decoding step's feed-forward block: the down-projection (1024 -> 256, narrowing fourfold)
+    holds its weight [out, in] row by row, a dot product per output through np.dot; the
+    up-projection (256 -> 1024), a 512 -> 256 product (too few inputs) and the down-projection past
+    NARROWING_GEMV_MOST_BYTES (lowered here) hold theirs [in, out].  OpenVINO's values each way."""
+    import irrun.ops.matrix as matrix
+
+    def block(size):
+        x = ops.parameter([1, 1, 256], ov.Type.f32, name="x")
+        weights = {"up": _c((1024, 256), 0.06), "down": _c((256, 1024), 0.03), "half": _c((256, 512), 0.04)}
+        if not transpose_b:
+            weights = {k: ops.constant(v.get_data().T.copy()) for k, v in weights.items()}
+        up = ops.relu(_named(ops.matmul(x, weights["up"], False, transpose_b), "up"))
+        down = _named(ops.matmul(up, weights["down"], False, transpose_b), "down")
+        half = _named(ops.matmul(ops.slice(up, [0], [512], [1], [2]), weights["half"], False, transpose_b), "half")
+        return save(ov.Model([ops.result(down), ops.result(half)], [x]), tmp_path / f"m{size}.xml")
+
+    feeds = {"x": RNG.standard_normal((1, 1, 256)).astype(np.float32)}
+    for most_bytes, down_out_in in ((matrix.NARROWING_GEMV_MOST_BYTES, True), ((1 << 20) - 1, False)):
+        monkeypatch.setattr(matrix, "NARROWING_GEMV_MOST_BYTES", most_bytes)
+        plan = check_both_ways(block(most_bytes), feeds)._plan
+        out_in = {s.node.layer.name: plan.constants[s.inputs[1]] if transpose_b else plan.constants[s.inputs[1]].T
+                  for s in plan.layer_steps if s.node.layer.op_type == "MatMul"}
+        layouts = {name: w.flags.c_contiguous for name, w in out_in.items()}      # ([out, in] row by row)
+        assert layouts == {"up": False, "down": down_out_in, "half": False}
+
+
 @pytest.mark.parametrize("rows", [(2, 32), (4, 32), (3, 50)], ids=["64", "128", "150"])
 def test_widening_products_of_up_to_128_rows_run_weight_first(rows, monkeypatch, tmp_path):
     """A feed-forward block at 64 and 128 rows: its up-projection (16 -> 64, widening fourfold) runs

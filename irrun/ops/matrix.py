@@ -152,6 +152,27 @@ def runs_weight_first(rows: int, k: int, n: int) -> bool:
     return rows <= FEW_ROWS or (rows <= WIDENING_FEW_ROWS and n >= 3 * k)
 
 
+# One row of data times a constant weight that narrows it (k inputs -> n outputs): from this many
+# inputs, at least twice as many as outputs, up to this many bytes of weight, the weight is held
+# [out, in] row by row (`one_row_reads_out_in`)
+NARROWING_GEMV_MIN_INPUTS = 768
+NARROWING_GEMV_MOST_BYTES = 16 << 20
+
+
+def one_row_reads_out_in(k: int, n: int, nbytes: int) -> bool:
+    """Whether one row of data times a constant [k, n] weight of `nbytes` reads the weight [out, in]
+    row by row (OpenBLAS's GEMV a dot product per output) rather than [in, out] (its `y += x_i w_i`
+    over the weight's rows): where the product narrows the data at least twofold (from
+    NARROWING_GEMV_MIN_INPUTS inputs) and the weight may stay in cache (NARROWING_GEMV_MOST_BYTES).
+    Measured on an AMD EPYC of family 19h, 16 MiB of weights of one shape cycled, [out, in] / [in,
+    out] time: 1024 -> 256 0.72-0.85, 1024 -> 512 0.66-0.70, 1536 -> 384 0.67, 2048 -> 1024
+    0.72-0.81, 4096 -> 1024 0.67-0.86, 768 -> 384 0.92; 512 -> 256 1.03-1.05; square and widening
+    weights 0.84-1.6 (1.16-1.21 at 256 and 512), beyond the cache (5504 -> 2048, 8192 -> 2048,
+    11008 -> 4096) 1.09-1.22.  The benchmark's decoder step: its four 1024 -> 256 down-projections
+    72-77 -> 47-48 us each, the step 1107 -> 1014 us (two threads; 0.92 of its time on one)."""
+    return k >= max(2 * n, NARROWING_GEMV_MIN_INPUTS) and nbytes <= NARROWING_GEMV_MOST_BYTES
+
+
 def _one_row_product(out_in: np.ndarray, transpose_b: bool, k: int, shape: tuple):
     """The kernel of one row of data (a decoding step) times a constant weight (`out_in`: it
     [out, in]) held row by row either way: BLAS's GEMV through np.dot, the products summed as
