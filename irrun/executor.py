@@ -269,9 +269,14 @@ class Plan:
         if optimize:
             from .huge_pages import GemvWeightPages
             from .optimize import lay_out_gemm_weights
-            pages = GemvWeightPages(self, steps)
+            from .sibling_products import join_sibling_weights
+            joined = {j.slot: j for j, _ in join_sibling_weights(self, steps, release).values()}
+            self.n_slots = len(self.slot_of)
+            pages = GemvWeightPages(self, steps, list(joined))
             lay_out_gemm_weights(self, steps, release, pages)
             pages.move_the_rest(release)
+            for j in joined.values():
+                j.view_members(self)        # (where the joined weight now lies)
         # What every call starts from: the constants in their slots.
         self._initial: list = [None] * self.n_slots
         for s, v in self.constants.items():

@@ -45,14 +45,16 @@ def _available() -> bool:
         return False
 
 
-def _gemv_weight_slots(plan, steps: list) -> list[int]:
+def _gemv_weight_slots(plan, steps: list, extra: list[int] = ()) -> list[int]:
     """The slots of constant weights (2-D floats of SMALLEST_WEIGHT or more) MatMul steps read
     with one row of data, or with rows known only at run time (an LLM's, decoding one at a time).
     Products of many rows gain little, their weights packed for BLAS on each call (BERT 0.98, the
     transformer at sequence 17 0.99), where the copy takes 15-80 ms of its load."""
-    slots: dict[int, None] = {}
+    slots: dict[int, None] = dict.fromkeys(extra)
+    joined_members = getattr(plan, "joined_weight_slots", ())
     for step in steps:
-        if step.node.layer.op_type != "MatMul" or len(step.inputs) != 2 or gemm_data_rows(plan, step) not in (1, None):
+        if step.node.layer.op_type != "MatMul" or len(step.inputs) != 2 or gemm_data_rows(plan, step) not in (1, None) \
+                or step.inputs[1] in joined_members:
             continue
         weight = plan.constants.get(step.inputs[1])
         if isinstance(weight, np.ndarray) and weight.ndim == 2 and weight.dtype.kind == "f" \
@@ -67,12 +69,14 @@ class GemvWeightPages:
     laid out anew at load (irrun/optimize.py) is copied there in its new layout (`place`: one
     copy, not two), the others as they lie (`move_the_rest`)."""
 
-    def __init__(self, plan, steps: list):
+    def __init__(self, plan, steps: list, joined: list[int] = ()):
+        """`joined`: the slots of weights joined for one-row products (irrun/sibling_products.py),
+        whose members' slots hold views of them."""
         self.plan = plan
         self.bytes = 0
         self._places: dict[int, int] = {}          # slot -> its offset in the mapping
         self._unreturned = 0
-        slots = _gemv_weight_slots(plan, steps)
+        slots = _gemv_weight_slots(plan, steps, joined)
         sizes = [-(-plan.constants[s].nbytes // _ALIGN) * _ALIGN for s in slots]
         total = sum(sizes)
         if total < SMALLEST_TOTAL or not _available():

@@ -63,6 +63,7 @@ from .errors import IrrunError
 from .kv_caches import grow_kv_caches_in_place
 from .ops.matrix import one_row_reads_out_in, runs_weight_first
 from .shapes import is_static
+from .sibling_products import sibling_steps
 from .watch import Produced
 
 ENV = "IRRUN_OPTIMIZE"
@@ -171,7 +172,7 @@ def rewrite(plan, steps: list, keep: frozenset) -> list:
     """The steps with every chain fused (none hiding an output of a layer in `keep`), 1x1
     convolutions writing channels-last for the depthwise ones they feed, and KV caches grown in
     place."""
-    steps = _fuse_chains(plan, _pools_first(plan, steps, keep), keep)
+    steps = _fuse_chains(plan, _pools_first(plan, sibling_steps(plan, steps), keep), keep)
     _channels_last_into_depthwise(plan, steps)
     return grow_kv_caches_in_place(plan, steps)
 
@@ -388,7 +389,8 @@ def lay_out_gemm_weights(plan, steps: list, release=None, pages=None) -> int:
         if step.node.layer.op_type != "MatMul":
             continue
         attrs = step.op.attrs
-        if attrs.transpose_a or len(step.inputs) != 2 or readers.get(step.inputs[1]) != 1 or step.op.run_replaced():
+        if attrs.transpose_a or len(step.inputs) != 2 or readers.get(step.inputs[1]) != 1 or step.op.run_replaced() \
+                or step.inputs[1] in getattr(plan, "joined_weight_slots", ()):
             continue
         data = plan.analysis.type_of(step.node.inputs[0])
         if data is None or data.rank is None or data.rank < 2:

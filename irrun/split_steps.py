@@ -316,11 +316,11 @@ def _convolution_kernel(bound, weight: np.ndarray, channels: tuple | None, rows:
 
 def _split_step(plan, k: int, step) -> Split | None:
     """The split form of program entry k, or None where it runs whole in both processes."""
-    from .optimize import FusedChain, _chain        # (optimize imports the executor's layer)
+    from .optimize import FusedChain, _chain, _layer_step        # (optimize imports the executor's layer)
     info = plan.step_info(step)
     if step.node.layer.op_type in _RECURRENT_SEQUENCES and not step.members:
         return _directions_split(plan, k, step, info)
-    if len(step.outputs) != 1 or info.outputs[0] is None:
+    if len(step.outputs) != 1 or info.outputs[0] is None or getattr(_layer_step(step).op, "whole_only", False):
         return None
     op = step.op
     final = op.nodes[-1].types[0] if isinstance(op, FusedChain) else info.outputs[0]
