@@ -49,7 +49,9 @@ def _gemv_weight_slots(plan, steps: list, extra: list[int] = ()) -> list[int]:
     """The slots of constant weights (2-D floats of SMALLEST_WEIGHT or more) MatMul steps read
     with one row of data, or with rows known only at run time (an LLM's, decoding one at a time).
     Products of many rows gain little, their weights packed for BLAS on each call (BERT 0.98, the
-    transformer at sequence 17 0.99), where the copy takes 15-80 ms of its load."""
+    transformer at sequence 17 0.99), where the copy takes 15-80 ms of its load.  `extra`: slots to
+    take as well (joined weights, irrun/sibling_products.py: their members' slots are views of
+    them, left where they are)."""
     slots: dict[int, None] = dict.fromkeys(extra)
     joined_members = getattr(plan, "joined_weight_slots", ())
     for step in steps:

@@ -358,6 +358,17 @@ def gemm_data_rows(plan, step) -> int | None:
     return prod(data.shape[:-1])
 
 
+def slot_readers(plan, steps: list) -> dict[int, int]:
+    """Slot -> how many step inputs and Results read it."""
+    readers: dict[int, int] = {}
+    for step in steps:
+        for s in step.inputs:
+            readers[s] = readers.get(s, 0) + 1
+    for s in plan.result_slots:
+        readers[s] = readers.get(s, 0) + 1
+    return readers
+
+
 def lay_out_gemm_weights(plan, steps: list, release=None, pages=None) -> int:
     """Constant MatMul weights stored in the memory layout their GEMM runs fastest with (the same
     values): [in, out] rows for data of many rows (BLAS's faster layout: 128 x 256 x 768 on two
@@ -378,12 +389,7 @@ def lay_out_gemm_weights(plan, steps: list, release=None, pages=None) -> int:
     rows contiguous).  The original's mapped pages are released.  `pages` (irrun/huge_pages.py),
     where given, takes the new copy of a weight it has a place for.  Returns how many weights were
     laid out."""
-    readers: dict[int, int] = {}
-    for step in steps:
-        for s in step.inputs:
-            readers[s] = readers.get(s, 0) + 1
-    for s in plan.result_slots:
-        readers[s] = readers.get(s, 0) + 1
+    readers = slot_readers(plan, steps)
     done = 0
     for step in steps:
         if step.node.layer.op_type != "MatMul":

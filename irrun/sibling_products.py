@@ -19,7 +19,7 @@ the step 0.87 of its time; alone, three 512 x 512 weights 147 -> 70 us, 1024 x 1
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -54,13 +54,8 @@ def join_sibling_weights(plan, steps: list, release=None) -> dict[str, tuple[Joi
     {layer id: (joined weight, the layer's place among its members)}, also kept as
     `plan.joined_weights`; `plan.joined_weight_slots` holds the members' weight slots (which
     irrun/optimize.py and irrun/huge_pages.py leave as they are)."""
-    from .optimize import gemm_data_rows
-    readers: dict[int, int] = {}
-    for step in steps:
-        for s in step.inputs:
-            readers[s] = readers.get(s, 0) + 1
-    for s in plan.result_slots:
-        readers[s] = readers.get(s, 0) + 1
+    from .optimize import gemm_data_rows, slot_readers
+    readers = slot_readers(plan, steps)
     by_data: dict[tuple, list] = {}
     for step in steps:
         weight = _joinable_weight(plan, step, readers, gemm_data_rows)
@@ -167,7 +162,6 @@ def sibling_steps(plan, steps: list) -> list:
     found = getattr(plan, "joined_weights", None)
     if not found:
         return steps
-    from dataclasses import replace
     taken: dict[int, _Taken] = {}
     out = []
     for step in steps:
