@@ -81,7 +81,8 @@ def test_fft_layer_keeps_its_transforms_for_large_finite_values(monkeypatch, tmp
 def test_winograd_layer(channels, size, tile, special, monkeypatch, tmp_path):
     """One special value reaches the 3 x 3 outputs whose windows read it in every channel (576 for
     64 channels), not its whole 4 x 4 or 2 x 2 tile's; an infinity stays infinite.  A finite input
-    of the same layer still takes Winograd."""
+    of the same layer still takes Winograd (F(2,3) through IRRUN_WINOGRAD=2)."""
+    monkeypatch.setenv("IRRUN_WINOGRAD", str(tile) if tile == 2 else "auto")
     tiles = []
     run = winograd.winograd_conv
     monkeypatch.setattr(convolution, "winograd_conv", lambda x, f, *a: tiles.append(f.m) or run(x, f, *a))

@@ -33,9 +33,12 @@ Accuracy.  The transforms add and subtract values of different sizes, so the rou
 f32 grows with the tile: against float64 direct convolution, over random data and filters with
 64-512 input channels, F(2,3) stays within 1.5x and F(4,3) within about 5x of the direct f32
 method's own largest error (tests/test_kernels_parallel.py measures both).  At unit output scale
-both meet the standard bound against OpenVINO (rtol 1e-4, atol 1e-5), which the tests of the
-default rule check; F(4,3) from 32 channels (IRRUN_WINOGRAD=4) is tested within 1e-4 of the
-output's scale.  Only float32 and float64 data take this path, and only inputs whose sum of
+F(2,3) meets the standard bound against OpenVINO (rtol 1e-4, atol 1e-5), and F(4,3) at 64
+channels (8.8e-6 against float64); from 128 channels, where the default rule takes F(4,3) since
+stop 49, its largest error is 1.5e-5 (128 at 20x20) to 2.5e-5 (256 at 28x28), about 6e-6 of the
+output's largest magnitude: the documented bound there is 3e-5 at unit scale, which the tests of
+the default rule check (IRRUN_WINOGRAD=2 keeps the standard one).  F(4,3) from 32 channels
+(IRRUN_WINOGRAD=4) is tested within 1e-4 of the output's scale.  Only float32 and float64 data take this path, and only inputs whose sum of
 squares is finite (irrun/ops/convolution.py; `common.sum_of_squares`): the transforms would spread
 a NaN over its whole tile and turn an infinity into NaN, where the direct sums keep each to the
 windows that read it.
@@ -143,7 +146,8 @@ def winograd_conv(x: np.ndarray, f: WinogradFilter, whole, counts) -> np.ndarray
                        out[:, :, first * m:last * m])
 
     macs = a * a * f.c_out * f.c_in * n * tiles_h * tiles_w
-    one_block_parts = min(threads.threads(), macs // threads.GEMM_MACS_PER_PART)
+    # (a part per GEMM_MACS_PER_PART begun: 128 channels at 20x20, 14.7 M, F(4,3) 0.60 -> 0.40 ms)
+    one_block_parts = min(threads.threads(), -(-macs // threads.GEMM_MACS_PER_PART))
     if blocks == 1 and threads.pool_owns_cores() and one_block_parts > 1:
         _one_block_in_parts(_padded_rows(x, f, whole, 0, tiles_h, tiles_w), f, tiles_h, tiles_w, out,
                             one_block_parts)
@@ -211,9 +215,27 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
     are used.  `IRRUN_WINOGRAD`: "auto" (the default, below), "2" F(2,3) from 128 channels, "4"
     F(4,3) from 32 channels (faster, less accurate), "off" never; each over 14x14 outputs or more.
 
-    "auto": F(4,3) for 64 channels or more over 28x28 outputs or more where its transformed filter
-    fits 1 MiB, F(2,3) for 128 or more over 14x14 or more where its fits 4 MiB (AUTO_TILES) -- on
-    one thread F(2,3) at any size.  Measured in place in ResNet-18 and the benchmark's detector on
+    "auto" (AUTO_TILES): F(4,3) for 64 channels or more over 14x14 outputs or more where its
+    transformed filter fits 16 MiB (8 MiB on one thread: up to 256 channels, 192), F(2,3) for
+    128 or more over 14x14 or more where its fits 4 MiB -- on one thread at any size.  Measured
+    alone on the AMD EPYC of family 19h (stop 49; ms a layer, the best of 40 runs, in `network_parts`):
+      layer                  two threads                one thread
+                             direct  F(2,3)  F(4,3)     direct  F(2,3)  F(4,3)
+      128 -> 128 at 28x28    1.43    0.88    0.60       2.78    1.95    1.17
+      128 -> 128 at 20x40    1.45    0.89    0.61       2.74    1.91    0.96
+      128 -> 128 at 14x14    0.53    0.32    0.29
+      192 -> 192 at 14x14    0.84    0.49    0.42       1.52    0.91    0.65
+      256 -> 256 at 14x14    1.39    0.88    0.62       2.85    1.94    2.34
+      256 -> 256 at 10x20    1.41    0.86    0.61       2.84    1.94    1.42
+      256 -> 256 at 28x28    5.65    3.23    2.40
+      512 -> 512 at 14x14    6.37    3.50    3.83      13.9     7.28    8.01
+      512 -> 512 at 7x7      1.76    1.75    1.90
+      64 -> 64 at 14x14      0.24    0.17    0.17       0.24    0.16    0.15
+    (128 -> 128 at 20x20 F(4,3) took 0.60 before one block's 14.7 M multiply-adds ran in two
+    parts, 0.40 after.)  Alternating inference by inference with the rule before: ResNet-18 0.94
+    of its time, the detector 0.95.  F(4,3)'s error is 5-8x F(2,3)'s (see the module docstring);
+    ResNet-18's logits stay within 7.3e-7 of OpenVINO's largest either way.
+    The rule before (stop 29), measured in place in ResNet-18 and the benchmark's detector on
     an Intel Xeon (ms per layer, profiles of 20 runs; on one thread the rule before this one took
     F(2,3) from 128 channels):
       layer                  two threads                one thread
@@ -243,8 +265,10 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
         return 4 if min(c_in, c_out) >= F43_MIN_CHANNELS else None
     if choice != "auto":
         return 2 if min(c_in, c_out) >= F23_MIN_CHANNELS else None
-    for m, fewest_channels, fewest_positions, most_bytes in AUTO_TILES:
-        fits = (m + 2) ** 2 * c_in * c_out * 4 <= most_bytes or (m == 2 and threads.threads() == 1)
+    for m, fewest_channels, fewest_positions, most_bytes, most_bytes_one_thread in AUTO_TILES:
+        if threads.threads() == 1:
+            most_bytes = most_bytes_one_thread
+        fits = most_bytes is None or (m + 2) ** 2 * c_in * c_out * 4 <= most_bytes
         if min(c_in, c_out) >= fewest_channels and positions >= fewest_positions and fits:
             return m
     return None
@@ -253,6 +277,7 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
 F23_MIN_CHANNELS = 128
 F43_MIN_CHANNELS = 32
 WINOGRAD_MIN_POSITIONS = 14 * 14
-# "auto": (tile, fewest channels, fewest output positions, largest transformed filter in bytes),
-# the larger tile first
-AUTO_TILES = ((4, 64, 28 * 28, 1 << 20), (2, F23_MIN_CHANNELS, WINOGRAD_MIN_POSITIONS, 1 << 22))
+# "auto": (tile, fewest channels, fewest output positions, largest transformed filter in bytes, the
+# same on one thread: None for any size), the larger tile first
+AUTO_TILES = ((4, 64, WINOGRAD_MIN_POSITIONS, 16 << 20, 8 << 20),
+              (2, F23_MIN_CHANNELS, WINOGRAD_MIN_POSITIONS, 1 << 22, None))
