@@ -60,33 +60,37 @@ def join_sibling_weights(plan, steps: list, release=None) -> dict[str, tuple[Joi
     for step in steps:
         weight = _joinable_weight(plan, step, readers, gemm_data_rows)
         if weight is not None:
-            by_data.setdefault((step.inputs[0], weight.dtype.str, weight.shape[1] if step.op.attrs.transpose_b
-                                else weight.shape[0]), []).append((step, weight))
+            transposed = bool(step.op.attrs.transpose_b)
+            by_data.setdefault((step.inputs[0], weight.dtype.str, weight.shape[transposed]), []).append(
+                (step, weight.shape[1 - transposed], transposed))
+        del weight
     found: dict[str, tuple[JoinedWeight, int]] = {}
     plan.joined_weight_slots = set()
-    for (_, _, k), members in by_data.items():
+    for (_, dtype, k), members in by_data.items():
         if len(members) < 2:
             continue
-        in_outs = [w.T if step.op.attrs.transpose_b else w for step, w in members]
-        total = sum(w.shape[1] for w in in_outs)
-        dtype = in_outs[0].dtype
-        out_in = one_row_reads_out_in(k, total, k * total * dtype.itemsize)
+        total = sum(n for _, n, _ in members)
+        out_in = one_row_reads_out_in(k, total, k * total * np.dtype(dtype).itemsize)
         joined_value = np.empty((total, k) if out_in else (k, total), dtype)
-        key = (members[0][0].node.id, "joined")
-        slot = plan.slot_of[key] = len(plan.slot_of)
+        slot = plan.slot_of[(members[0][0].node.id, "joined")] = len(plan.slot_of)
         joined = JoinedWeight(slot, k, out_in)
         at = 0
-        for i, ((step, weight), in_out) in enumerate(zip(members, in_outs)):
-            n = in_out.shape[1]
+        for i, (step, n, transposed) in enumerate(members):
+            # each original let go once copied: a large model's weights are never held twice over
+            # (an LLM's q, k and v decompressed to f32: only one group's at a time)
+            weight = plan.constants.pop(step.inputs[1])
+            in_out = weight.T if transposed else weight
             (joined_value[at:at + n] if out_in else joined_value[:, at:at + n])[...] = in_out.T if out_in else in_out
+            del in_out
+            if release is not None:
+                release(weight)
+            del weight
             joined.columns.append((at, at + n))
             joined.weight_slots.append(step.inputs[1])
-            joined.transposed.append(bool(step.op.attrs.transpose_b))
+            joined.transposed.append(transposed)
             plan.joined_weight_slots.add(step.inputs[1])
             found[step.node.id] = (joined, i)
             at += n
-            if release is not None:
-                release(weight)
         plan.constants[slot] = joined_value
         joined.view_members(plan)
     plan.joined_weights = found
