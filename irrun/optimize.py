@@ -23,8 +23,9 @@ says where OpenVINO rounds).  On the steps left, `rewrite` makes:
 * **Max pools first.**  A max pool after layers it commutes with (a bias per channel, Relu,
   Clamp) runs before them, on their input, and they on its smaller output, in one step
   (`_pools_first`; the same bits).  Where the pool's data is an audio front end's 1-D
-  convolution (`_pooled_convolution`), the pool runs inside it, on each block of its product
-  while in cache (values to the GEMM's rounding: its blocks are of other lengths).
+  convolution or a thin 2-D stem (`_pooled_convolution`), the pool runs inside it, on each block
+  of its product while in cache (values to the GEMM's rounding: its blocks are of other
+  lengths); a paired run cuts that step along its output channels (irrun/split_steps.py).
 * **1x1 convolutions writing channels-last** for the depthwise layer that alone reads them, where
   that one works channels-last (see `_channels_last_into_depthwise`): the same GEMM run
   transposed, which OpenBLAS's kernels for small products may round in the last bit otherwise
@@ -268,18 +269,7 @@ def _pooled_convolution(plan, steps: list, pool, k: int | None, readers, pinned,
         return None
     if not pool.op.windows(tuple(plan.analysis.type_of(pool.node.inputs[0]).shape[2:]))[2]:
         return None       # (windows that tile the data: stride = kernel, no padding, none past the end)
-    if _may_run_in_two_processes(plan):
-        return None
     return None if _pooled_kernel(plan, conv, pool.op) is None else k
-
-
-def _may_run_in_two_processes(plan) -> bool:
-    """Whether the plan may run its large steps in halves on a second process
-    (irrun/process_pair.py), whose splits take no convolution with its pool inside: one would keep
-    the whole network in one process (the CRNN, whose LSTM's GEMMs keep BLAS's threads: 3.6-4.4 ms
-    paired, 5.2 in one process with its stem's pool inside), so the pool stays out there."""
-    from .process_pair import wanted
-    return (plan.blas_network or plan.convolutions_wake_blas) and wanted()
 
 
 def _pooled_kernel(plan, conv, pool_op):

@@ -184,6 +184,32 @@ def _convolution_cut(plan, head, shape: tuple):
     return None
 
 
+def _pooled_convolution_cut(plan, op):
+    """(1, where the halves meet, (first half's kernel, second's)) of a convolution with its max pool
+    inside (`Convolution.bind_pooled`), cut along its output channels: each half's kernel bound
+    with the pool to that half of the filter; None where a half cannot be (or one group's
+    channels fewer than two)."""
+    from .executor import StepInfo
+    from .registry import TensorType
+    head = op.head_step
+    found = _filter_and_data(plan, head)
+    if found is None or head.node.layer.op_type != "Convolution" or found[0].shape[0] < 2:
+        return None
+    weight, data = found
+    pool = tuple(op.nodes[-1].op.kernel)
+    cut = weight.shape[0] // 2
+    kernels = []
+    for start, stop in ((0, cut), (cut, weight.shape[0])):
+        w = weight[start:stop]
+        info = StepInfo([TensorType(tuple(data.shape), data.etype), TensorType(w.shape, data.etype, w)],
+                        [None], frozenset(), (True,), None)
+        bound = head.op.bind_pooled(info, pool)
+        if bound is None:
+            return None
+        kernels.append(_convolution_kernel(bound, w, None))
+    return 1, cut, tuple(kernels)
+
+
 def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
     """"rows" or "channels": whichever way of cutting a convolution has its larger half read fewer
     elements of data and filter, along its output rows (its rows of the data and those beyond
@@ -489,9 +515,11 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
     """A fused step (irrun/optimize.py) in halves: its head (a MatMul, or a row-wise layer such as
     MVN) on the rows, then its chain on them; a trailing Reshape is the arena's view.  A product
     of few rows by a constant weight is cut along the weight's columns instead."""
-    from .optimize import _PoolFirst
+    from .optimize import _ConvolutionPoolFirst, _PoolFirst
     if type(op) is _PoolFirst:
         return _split_pool_first(k, op, shapes, tuple(final.shape), make_chain)
+    if type(op) is _ConvolutionPoolFirst:
+        return _split_pooled_convolution(plan, k, step, op, shapes, tuple(final.shape), make_chain)
     stages = list(op.stages)
     while stages and stages[-1].kind == "reshape":
         stages.pop()
@@ -592,6 +620,31 @@ def _split_pool_first(k: int, op, shapes: list, shape: tuple, make_chain) -> Spl
         pool.values(args[0], floor=False, out=out)
         chain(out, *[args[p] for p in sides], out)
     return Split(k, shape, shape, 1, sliced, compute)
+
+
+def _split_pooled_convolution(plan, k: int, step, op, shapes: list, shape: tuple, make_chain) -> Split | None:
+    """A convolution with its max pool inside and the layers after it that commute with the pool
+    (irrun/optimize.py's pools first: a bias per channel, Relu) in halves along the channels
+    (`_pooled_convolution_cut`): each half's maxima, then the chain on them into the buffer."""
+    if len(shape) < 3 or _step_macs(plan, step) < MIN_SPLIT_MACS \
+            or any(s.kind not in ("unary", "binary", "none") for s in op.stages):
+        return None
+    found = _pooled_convolution_cut(plan, op)
+    if found is None:
+        return None
+    axis, middle, kernels = found
+    sliced = _sides_sliced(op.stages, shapes, shape, axis)
+    if sliced is None:
+        return None
+    operands = op._operands()
+    chain, sides = make_chain(op.stages, operands, False, op._fail), operands[1:]
+
+    def computing(kernel):
+        def compute(args, out):
+            chain(kernel(args), *[args[p] for p in sides], out)
+        return compute
+    return Split(k, shape, shape, axis, sliced, None, middle=middle,
+                 computes=tuple(computing(kernel) for kernel in kernels))
 
 
 def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, shape, final_shape,

@@ -724,8 +724,7 @@ def test_an_audio_front_end_pools_inside_its_convolution(taps, stride, pool, len
     pooled as positions-major rows), the bias and Relu after it; the outputs past the last whole
     window are never computed.  OpenVINO's values, and optimize=False's within BLAS's rounding
     (the GEMM's blocks are of other lengths).  (The transforms, which take the longest kernels,
-    turned off: see "by transforms" below; in one process: where a network may run in two, the
-    pool stays out, see test_no_pool_inside_a_stem_of_a_network_that_may_run_in_two_processes.)"""
+    turned off: see "by transforms" below.)"""
     from irrun.optimize import _ConvolutionPoolFirst
     monkeypatch.setenv("IRRUN_FFT", "off")
     monkeypatch.setenv("IRRUN_PROCESSES", "1")
@@ -756,8 +755,7 @@ def test_a_thin_stem_pools_inside_its_convolution(c_in, size, pool, pads, stride
     channels), then bias, Relu and a max pool whose windows tile its output: the pool runs inside
     the convolution (each block of output rows' product made positions-major and pooled there,
     only the maxima written back), the bias and Relu after it; the outputs past the last whole
-    window are never computed.  OpenVINO's values, and optimize=False's within BLAS's rounding.
-    (In one process: where a network may run in two, the pool stays out, below.)"""
+    window are never computed.  OpenVINO's values, and optimize=False's within BLAS's rounding."""
     from irrun.optimize import _ConvolutionPoolFirst
     monkeypatch.setenv("IRRUN_PROCESSES", "1")
     xml = save(_thin_stem(c_in, size=size, pool=pool, pads=pads, stride=stride, dilation=dilation), tmp_path)
@@ -766,13 +764,13 @@ def test_a_thin_stem_pools_inside_its_convolution(c_in, size, pool, pads, stride
     assert [type(s.op) for s in m._plan.steps if s.members] == [_ConvolutionPoolFirst]
 
 
-@pytest.mark.parametrize("processes, inside", [("1", True), (None, False)])
-def test_no_pool_inside_a_stem_of_a_network_that_may_run_in_two_processes(processes, inside, two_threads,
-                                                                           monkeypatch, tmp_path):
+@pytest.mark.parametrize("processes", ["1", None], ids=["one process", "two allowed"])
+def test_a_stem_pools_inside_also_where_the_network_may_run_in_two_processes(processes, two_threads,
+                                                                               monkeypatch, tmp_path):
     """A CRNN-like net (a thin stem and its pool, then a product of BLAS_SPIN_MACS multiply-adds or
-    more, which keeps BLAS's threads): with two processes allowed its pool stays out of the stem,
-    whose fused kernel a paired run could not split (irrun/split_steps.py); in one process
-    (IRRUN_PROCESSES=1) it goes in.  OpenVINO's values either way."""
+    more, which keeps BLAS's threads): its pool goes inside the stem in one process and where two
+    are allowed too (a paired run cuts that step along its output channels: irrun/split_steps.py,
+    tests/test_process_pair.py).  OpenVINO's values either way."""
     from irrun.executor import BLAS_SPIN_MACS
     if processes is None:
         monkeypatch.delenv("IRRUN_PROCESSES", raising=False)
@@ -788,8 +786,7 @@ def test_no_pool_inside_a_stem_of_a_network_that_may_run_in_two_processes(proces
     assert m._plan.blas_network
     from irrun.optimize import _ConvolutionPoolFirst, _PoolFirst
     heads = {type(op) for s in m._plan.steps for op in (s.op, getattr(getattr(s.op, "head_step", None), "op", None))}
-    assert (_ConvolutionPoolFirst if inside else _PoolFirst) in heads
-    assert (_PoolFirst if inside else _ConvolutionPoolFirst) not in heads
+    assert _ConvolutionPoolFirst in heads and _PoolFirst not in heads
 
 
 @pytest.mark.parametrize("case", ["two samples", "16 channels", "the convolution read", "a padded pool"])

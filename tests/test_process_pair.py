@@ -259,6 +259,32 @@ def test_convolutions_in_halves(tmp_path, paired, groups, channels, height, widt
     assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
 
 
+@pytest.mark.parametrize("c_out, pool", [(64, (2, 2)), (17, (2, 1))], ids=["crnn stem", "odd channels"])
+def test_a_stem_with_its_pool_inside_in_halves(tmp_path, paired, c_out, pool):
+    """A CRNN's stem (3 -> c_out channels, 3x3) with its bias, Relu and max pool inside it
+    (irrun/optimize.py's pools first), then a product that wakes BLAS: the stem's step in halves
+    along its output channels, each half of the filter with the pool inside its kernel.  Against
+    OpenVINO and one process."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    from irrun.optimize import _ConvolutionPoolFirst
+    rng = np.random.default_rng(c_out)
+    x = ops.parameter([1, 3, 32, 128], np.float32, name="x")
+    w = (rng.standard_normal((c_out, 3, 3, 3)) / 6).astype(np.float32)
+    y = ops.convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1])
+    y = ops.relu(ops.add(y, ops.constant(rng.standard_normal((1, c_out, 1, 1)).astype(np.float32))))
+    y = ops.max_pool(y, list(pool), [1, 1], [0, 0], [0, 0], list(pool)).output(0)
+    width = 128 // pool[1]
+    y = ops.matmul(y, ops.constant((rng.standard_normal((width, 512)) / 10).astype(np.float32)), False, False)
+    xml = tmp_path / "stem.xml"
+    ov.save_model(ov.Model([y], [x]), str(xml))
+    feeds = {"x": rng.standard_normal((1, 3, 32, 128)).astype(np.float32)}
+    stem, m = _paired_layer_split(xml, feeds, "MaxPool")     # (the step's layer: its last, the pool)
+    assert type(m._plan._program_steps[stem.position].op) is _ConvolutionPoolFirst
+    assert (stem.axis, stem.middle, len(stem.computes)) == (1, c_out // 2, 2)
+    assert_blas_close(m.infer(feeds)[0], irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
+
+
 @pytest.mark.parametrize("kind, axis, keep_dims", [
     ("ReduceMax", 1, False), ("ReduceMean", 1, True), ("ReduceSum", -3, False), ("ReduceMin", 0, True)])
 def test_reductions_in_halves(tmp_path, paired, kind, axis, keep_dims):
