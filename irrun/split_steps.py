@@ -187,8 +187,8 @@ def _convolution_cut(plan, head, shape: tuple):
 def _pooled_convolution_cut(plan, op):
     """(1, where the halves meet, (first half's kernel, second's)) of a convolution with its max pool
     inside (`Convolution.bind_pooled`), cut along its output channels: each half's kernel bound
-    with the pool to that half of the filter; None where a half cannot be (or one group's
-    channels fewer than two)."""
+    with the pool to that half of the filter; None where a half cannot be bound so (or the layer
+    has fewer than two output channels)."""
     from .executor import StepInfo
     from .registry import TensorType
     head = op.head_step

@@ -38,8 +38,8 @@ channels (8.8e-6 against float64); from 128 channels, where the default rule tak
 stop 49, its largest error is 1.5e-5 (128 at 20x20) to 2.5e-5 (256 at 28x28), about 6e-6 of the
 output's largest magnitude: the documented bound there is 3e-5 at unit scale, which the tests of
 the default rule check (IRRUN_WINOGRAD=2 keeps the standard one).  F(4,3) from 32 channels
-(IRRUN_WINOGRAD=4) is tested within 1e-4 of the output's scale.  Only float32 and float64 data take this path, and only inputs whose sum of
-squares is finite (irrun/ops/convolution.py; `common.sum_of_squares`): the transforms would spread
+(IRRUN_WINOGRAD=4) is tested within 1e-4 of the output's scale.  Only float32 and float64 data
+take this path, and only inputs whose sum of squares is finite (irrun/ops/convolution.py; `common.sum_of_squares`): the transforms would spread
 a NaN over its whole tile and turn an infinity into NaN, where the direct sums keep each to the
 windows that read it.
 """
@@ -216,9 +216,9 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
     F(4,3) from 32 channels (faster, less accurate), "off" never; each over 14x14 outputs or more.
 
     "auto" (AUTO_TILES): F(4,3) for 64 channels or more over 14x14 outputs or more where its
-    transformed filter fits 16 MiB (8 MiB on one thread: up to 256 channels, 192), F(2,3) for
-    128 or more over 14x14 or more where its fits 4 MiB -- on one thread at any size.  Measured
-    alone on the AMD EPYC of family 19h (stop 49; ms a layer, the best of 40 runs, in `network_parts`):
+    transformed filter fits 16 MiB (256 channels: 9 MiB), 8 MiB on one thread; F(2,3) for 128 or
+    more over 14x14 or more where its fits 4 MiB -- on one thread at any size.  Measured alone on
+    the AMD EPYC of family 19h (stop 49; ms a layer, the best of 40 runs, in `network_parts`):
       layer                  two threads                one thread
                              direct  F(2,3)  F(4,3)     direct  F(2,3)  F(4,3)
       128 -> 128 at 28x28    1.43    0.88    0.60       2.78    1.95    1.17
