@@ -128,7 +128,7 @@ class SiblingProduct:
     whole_only = True
 
     def __init__(self, layer_op, plan, joined: JoinedWeight, index: int, taken: _Taken):
-        self.layer_op, self.plan, self.joined, self.index, self.taken = layer_op, plan, joined, index, taken
+        self.plan, self.joined, self.index, self.taken = plan, joined, index, taken
         self.attrs = layer_op.attrs
 
     def run_replaced(self) -> bool:

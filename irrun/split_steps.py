@@ -184,30 +184,19 @@ def _convolution_cut(plan, head, shape: tuple):
     return None
 
 
-def _pooled_convolution_cut(plan, op):
+def _pooled_convolution_cut(plan, op, shape: tuple):
     """(1, where the halves meet, (first half's kernel, second's)) of a convolution with its max pool
-    inside (`Convolution.bind_pooled`), cut along its output channels: each half's kernel bound
-    with the pool to that half of the filter; None where a half cannot be bound so (or the layer
-    has fewer than two output channels)."""
-    from .executor import StepInfo
-    from .registry import TensorType
+    inside (`Convolution.bind_pooled`), cut along its output channels (`_convolution_halves`, each
+    half's kernel bound with the pool); None where a half cannot be bound so (or the layer has
+    fewer than two output channels)."""
     head = op.head_step
     found = _filter_and_data(plan, head)
     if found is None or head.node.layer.op_type != "Convolution" or found[0].shape[0] < 2:
         return None
     weight, data = found
     pool = tuple(op.nodes[-1].op.kernel)
-    cut = weight.shape[0] // 2
-    kernels = []
-    for start, stop in ((0, cut), (cut, weight.shape[0])):
-        w = weight[start:stop]
-        info = StepInfo([TensorType(tuple(data.shape), data.etype), TensorType(w.shape, data.etype, w)],
-                        [None], frozenset(), (True,), None)
-        bound = head.op.bind_pooled(info, pool)
-        if bound is None:
-            return None
-        kernels.append(_convolution_kernel(bound, w, None))
-    return 1, cut, tuple(kernels)
+    halves = _convolution_halves(head, weight, data, shape, lambda info: head.op.bind_pooled(info, pool))
+    return None if halves is None else (1,) + halves
 
 
 def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
@@ -231,11 +220,12 @@ def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
     return "channels" if channels < rows else "rows"
 
 
-def _convolution_halves(head, weight: np.ndarray, data, shape: tuple):
+def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None):
     """(where the output's channels are cut, (first half's kernel, second's)) for a convolution by
     a constant filter of two or more output channels (groups): each half of the filter's output
     channels (of its groups, for a grouped one, with those groups' input channels) gets a kernel
-    bound to it as the layer's own would be (Winograd's transformed filter, im2col's laid-out one).
+    bound to it as the layer's own would be (Winograd's transformed filter, im2col's laid-out one),
+    or by `bind(info)` where given (None where that binds no kernel).
     kernel(args) -> that half's output channels (a new array)."""
     from .executor import StepInfo
     from .registry import TensorType
@@ -254,7 +244,9 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple):
         out_shape[1] = (stop - start) * per_unit
         info = StepInfo([TensorType(tuple(x_shape), data.etype), TensorType(w.shape, data.etype, w)],
                         [TensorType(tuple(out_shape), data.etype)], frozenset(), (True,), None)
-        bound = head.op.bind(info) or head.op.run
+        bound = (head.op.bind(info) or head.op.run) if bind is None else bind(info)
+        if bound is None:
+            return None
         kernels.append(_convolution_kernel(bound, w, (start * inputs_per_unit, stop * inputs_per_unit)
                                            if grouped else None))
     return cut * per_unit, tuple(kernels)
@@ -629,7 +621,7 @@ def _split_pooled_convolution(plan, k: int, step, op, shapes: list, shape: tuple
     if len(shape) < 3 or _step_macs(plan, step) < MIN_SPLIT_MACS \
             or any(s.kind not in ("unary", "binary", "none") for s in op.stages):
         return None
-    found = _pooled_convolution_cut(plan, op)
+    found = _pooled_convolution_cut(plan, op, shape)
     if found is None:
         return None
     axis, middle, kernels = found

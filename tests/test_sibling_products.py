@@ -118,23 +118,21 @@ def test_data_changed_in_place_between_inferences_is_read_anew(tmp_path):
 
 def test_a_layer_run_apart_computes_its_own(tmp_path):
     """The kernels of one variant: a member called with other data, or twice with the same, computes
-    the joined product itself; v's columns are v's product either way."""
+    the joined product itself; q's and v's columns are OpenVINO's q and v of that data either way."""
     xml = save(_attention_inputs(True), tmp_path / "m.xml")
     plan = irrun.load(xml)._plan
-    members = sorted(((index, joined, lid) for lid, (joined, index) in plan.joined_weights.items()),
-                     key=lambda m: m[0])
-    taken = sibling_products._Taken()
-    kernels = [sibling_products.SiblingProduct(plan.analysis.nodes[lid].op, plan, joined, index, taken).bind(None)
-               for index, joined, lid in members]
-    weights = {index: plan.constants[joined.weight_slots[index]] for index, joined, _ in members}
-    x, y = (RNG.standard_normal((1, 1, 64)).astype(np.float32) for _ in range(2))
-    q = kernels[0](x, None)
-    v_of_y = kernels[2](y, None)                  # other data: its own
-    v_of_x = kernels[2](x, None)                  # x's product was replaced by y's: computed again
-    v_again = kernels[2](x, None)                 # taken already: computed again
-    np.testing.assert_allclose(q, x @ weights[0].T, rtol=1e-5, atol=1e-6)
-    for got, data in ((v_of_y, y), (v_of_x, x), (v_again, x)):
-        np.testing.assert_allclose(got, data @ weights[2].T, rtol=1e-5, atol=1e-6)
+    taken, nodes = sibling_products._Taken(), plan.analysis.nodes
+    kernels = {nodes[lid].layer.name: sibling_products.SiblingProduct(nodes[lid].op, plan, joined, index, taken).bind(None)
+               for lid, (joined, index) in plan.joined_weights.items()}
+    feeds = {name: _feeds() for name in ("x", "y")}
+    x, y = feeds["x"]["x"], feeds["y"]["x"]
+    expected = {name: openvino_layer_outputs(xml, f) for name, f in feeds.items()}
+    got = [("x", "q", kernels["q"](x, None)),
+           ("y", "v", kernels["v"](y, None)),        # other data: its own
+           ("x", "v", kernels["v"](x, None)),        # x's product was replaced by y's: computed again
+           ("x", "v", kernels["v"](x, None))]        # taken already: computed again
+    for data, layer, value in got:
+        assert_close(value, expected[data][layer + ":0"], what=f"{layer} of {data}")
 
 
 def test_watchers_see_every_layer(tmp_path):
