@@ -73,17 +73,21 @@ def load_irrun(path: str, threads: int | None = None):
     return lambda inputs: list(model.infer(inputs).values()), model, model.reset_state
 
 
-def load_openvino(path: str, threads: int | None = None):
-    import openvino as ov
-    core = ov.Core()
-    # The arithmetic irrun does, as the tests' oracle computes it (tests/ovutil.py, CPU_F32_EXACT):
-    # f32, not the bf16 of an AMX machine; no int8 quantization of the activations that meet
-    # compressed weights, no u8 KV cache (OpenVINO's defaults there: the int4 decoder step's
-    # logits 0.037 off, 0.40 instead of 0.47 ms)
+def openvino_config(threads: int | None = None) -> dict:
+    """OpenVINO's CPU configuration for the arithmetic irrun does, as the tests' oracle computes it
+    (tests/ovutil.py, CPU_F32_EXACT): f32, not the bf16 of an AMX machine; no int8 quantization of
+    the activations that meet compressed weights, no u8 KV cache (OpenVINO's defaults there: the
+    int4 decoder step's logits 0.037 off, 0.40 instead of 0.47 ms)."""
     config = {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0", "KV_CACHE_PRECISION": "f32"}
     if threads:
         config["INFERENCE_NUM_THREADS"] = threads
-    compiled = core.compile_model(core.read_model(path), "CPU", config)
+    return config
+
+
+def load_openvino(path: str, threads: int | None = None):
+    import openvino as ov
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", openvino_config(threads))
     request = compiled.create_infer_request()
 
     def run(inputs):

@@ -1,0 +1,89 @@
+"""benchmarks/layer_gaps.py: irrun's and OpenVINO's per-layer profiles matched into groups of
+layers that both runtimes' steps cover whole."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "layer_gaps.py"
+
+
+@pytest.fixture(scope="module")
+def gaps():
+    sys.path.insert(0, str(SCRIPT.parent))
+    spec = importlib.util.spec_from_file_location("bench_layer_gaps", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _step(names, seconds, label=None, kind=None):
+    step = {"names": names, "label": label or "+".join(names), "seconds": seconds}
+    if kind:
+        step["kind"] = kind
+    return step
+
+
+def test_steps_that_share_a_layer_join_across_runtimes(gaps):
+    # irrun fuses conv+add+relu and runs the pool alone; OpenVINO fuses add+relu+pool into one node
+    # and runs the conv alone, with a layout conversion (no layer) before it: one group of all four
+    ours = [_step(["conv", "add", "relu"], 3.0, "conv step", "Convolution 3x3/1"), _step(["pool"], 1.0, "pool step", "MaxPool"),
+            _step(["fc"], 2.0, "fc step", "MatMul")]
+    theirs = [_step(["conv"], 1.5), _step(["add", "relu", "pool"], 0.5), _step(["fc", "bias"], 1.0),
+              _step([], 0.25, "reorder", "Reorder")]
+    found = gaps.groups(ours, theirs)
+    assert [g["layers"] for g in found] == [["add", "conv", "pool", "relu"], ["bias", "fc"], []]
+    first, second, alone = found
+    assert (first["irrun"], first["openvino"]) == (4.0, 2.0)
+    assert first["label"] == "conv step; pool step" and first["kind"] == "Convolution 3x3/1"
+    assert (second["irrun"], second["openvino"], second["kind"]) == (2.0, 1.0, "MatMul")
+    # a step with no layer to match stands alone, named as OpenVINO's
+    assert (alone["irrun"], alone["openvino"], alone["kind"]) == (0.0, 0.25, "(OpenVINO's Reorder)")
+    assert alone["label"] == "OpenVINO's reorder"
+
+
+def test_a_group_is_labelled_by_its_longest_steps(gaps):
+    ours = [_step(["a"], 1.0, "a", "Reshape"), _step(["b"], 5.0, "b", "MatMul"), _step(["c"], 2.0, "c", "Softmax")]
+    theirs = [_step(["a", "b", "c"], 4.0)]
+    (group,) = gaps.groups(ours, theirs)
+    assert group["label"] == "b; c; 1 more" and group["kind"] == "MatMul"
+    assert (group["irrun"], group["openvino"]) == (8.0, 4.0)
+
+
+def test_the_digits_network_end_to_end(gaps, tmp_path, capsys):
+    out = tmp_path / "gaps.json"
+    gaps.main(["--networks", "digits", "--repeat", "2", "--json", str(out)])
+    (result,) = json.loads(out.read_text())
+    found = result["groups"]
+    assert result["network"] == "digits" and all(w > 0 for w in result["walls"].values())
+    # both runtimes' steps are all counted, each in one group
+    assert sum(g["irrun"] for g in found) > 0 and sum(g["openvino"] for g in found) > 0
+    layers = [name for g in found for name in g["layers"]]
+    assert len(layers) == len(set(layers))
+    # the classifier's products are matched: a MatMul group both runtimes ran
+    assert any(g["kind"] == "MatMul" and g["irrun"] > 0 and g["openvino"] > 0 for g in found)
+    text = capsys.readouterr().out
+    assert text.startswith("### digits: irrun ") and "By kind: " in text
+
+
+def test_openvinos_layout_conversions_count_with_the_layer_they_feed(gaps, tmp_path):
+    import numpy as np
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    x = ops.parameter([1, 3, 64, 64], ov.Type.f32, name="image")
+    w = np.random.default_rng(0).standard_normal((16, 3, 3, 3), dtype=np.float32)
+    conv = ops.convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1])
+    conv.set_friendly_name("the_conv")
+    xml = tmp_path / "conv.xml"
+    ov.save_model(ov.Model([ops.result(ops.relu(conv))], [x], "conv"), str(xml), compress_to_fp16=False)
+    image = np.zeros((1, 3, 64, 64), np.float32)
+    steps = gaps.openvino_steps(str(xml), {"image": image}, None, 2)["steps"]
+    reorders = [s for s in steps if "Reorder" in s["label"]]
+    # (OpenVINO 2026.4 converts the image's layout to its blocked one, and the result's back)
+    assert len(reorders) == 2, [s["label"] for s in steps]
+    assert all("the_conv" in s["names"] for s in reorders)
