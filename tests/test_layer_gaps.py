@@ -56,7 +56,7 @@ def test_a_group_is_labelled_by_its_longest_steps(gaps):
 
 def test_the_digits_network_end_to_end(gaps, tmp_path, capsys):
     out = tmp_path / "gaps.json"
-    gaps.main(["--networks", "digits", "--repeat", "2", "--json", str(out)])
+    gaps.main(["--networks", "digits", "--repeat", "2", "--rounds", "2", "--json", str(out)])
     (result,) = json.loads(out.read_text())
     found = result["groups"]
     assert result["network"] == "digits" and all(w > 0 for w in result["walls"].values())
@@ -87,3 +87,11 @@ def test_openvinos_layout_conversions_count_with_the_layer_they_feed(gaps, tmp_p
     # (OpenVINO 2026.4 converts the image's layout to its blocked one, and the result's back)
     assert len(reorders) == 2, [s["label"] for s in steps]
     assert all("the_conv" in s["names"] for s in reorders)
+
+
+def test_rounds_keep_each_steps_lowest_median(gaps):
+    first = {"steps": [_step(["a"], 3.0, "a"), _step(["b"], 1.0, "b")], "wall": 5.0}
+    second = {"steps": [_step(["a"], 2.0, "a"), _step(["b"], 4.0, "b")], "wall": 7.0}
+    merged = gaps.steadiest([first, second])
+    assert [(s["label"], s["seconds"]) for s in merged["steps"]] == [("a", 2.0), ("b", 1.0)]
+    assert merged["wall"] == 5.0
