@@ -14,10 +14,13 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "layer_gaps.py"
 
 @pytest.fixture(scope="module")
 def gaps():
-    sys.path.insert(0, str(SCRIPT.parent))
+    before = list(sys.path)      # (the script puts benchmarks/ first, for its measure and networks)
     spec = importlib.util.spec_from_file_location("bench_layer_gaps", SCRIPT)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = before
     return module
 
 
@@ -29,8 +32,8 @@ def _step(names, seconds, label=None, kind=None):
 
 
 def test_steps_that_share_a_layer_join_across_runtimes(gaps):
-    # irrun fuses conv+add+relu and runs the pool alone; OpenVINO fuses add+relu+pool into one node
-    # and runs the conv alone, with a layout conversion (no layer) before it: one group of all four
+    # irrun fuses conv+add+relu and runs the pool alone; OpenVINO runs the conv alone and fuses
+    # add+relu+pool: one group of all four.  A step naming no layer (none found for it) is alone.
     ours = [_step(["conv", "add", "relu"], 3.0, "conv step", "Convolution 3x3/1"), _step(["pool"], 1.0, "pool step", "MaxPool"),
             _step(["fc"], 2.0, "fc step", "MatMul")]
     theirs = [_step(["conv"], 1.5), _step(["add", "relu", "pool"], 0.5), _step(["fc", "bias"], 1.0),

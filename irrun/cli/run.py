@@ -88,7 +88,8 @@ def infer(model, inputs, output, max_memory, shapes, profile, repeat, trace, dum
         if trace:
             timed.write_trace(trace)
             click.echo(f"wrote a trace of {len(timed.layers)} layers to {trace}", err=True)
-    written = save_outputs(output, outputs, stdout=click.get_binary_stream("stdout")) if output is not None else None
+    # (sys.stdout's own buffer: click.get_binary_stream is deprecated, to go in Click 9.0)
+    written = save_outputs(output, outputs, stdout=sys.stdout.buffer) if output is not None else None
     if fmt == "json":
         report = {"model": str(m.path), "outputs": [{"name": name, **tensor_summary(value)}
                                                     for name, value in outputs.items()]}
