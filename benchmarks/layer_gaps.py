@@ -102,7 +102,7 @@ def _window(t) -> str | None:
 
 
 def openvino_steps(xml: str, inputs: dict, threads: int | None, repeat: int) -> dict:
-    """OpenVINO's executed nodes: {"steps": [{"names", "label", "seconds"}], "wall": median seconds}."""
+    """OpenVINO's executed nodes: {"steps": [{"names", "label", "kind", "seconds"}], "wall": median seconds}."""
     import openvino as ov
     compiled = ov.Core().compile_model(xml, "CPU", {**openvino_config(threads), "PERF_COUNT": "YES"})
     request = compiled.create_infer_request()
