@@ -3,6 +3,7 @@ each network (irrun's `irrun.profile`, OpenVINO's PERF_COUNT counters), matched 
 layer names, the largest differences first.
 
     python benchmarks/layer_gaps.py [--networks resnet18,vit] [--threads 1] [--top 10] [--json gaps.json]
+    python benchmarks/layer_gaps.py --model model.xml --inputs inputs.npz     # an IR of your own
 
 Each runtime fuses layers into steps of its own (irrun/optimize.py's chains; a node of OpenVINO's
 runtime model, whose `originalLayersNames` lists the layers it runs): a *group* is the smallest set
@@ -192,6 +193,11 @@ def network_gaps(name: str, workdir: Path, args) -> dict:
     xml, inputs = build_ir(name, workdir)
     feeds = workdir / f"{name}.inputs.npz"
     np.savez(feeds, **inputs)
+    return model_gaps(name, xml, feeds, args)
+
+
+def model_gaps(name: str, xml: Path, feeds: Path, args) -> dict:
+    """The groups of one IR (`feeds`: an .npz of its inputs), both runtimes in `args.rounds` rounds."""
     rounds: dict[str, list[dict]] = {"openvino": [], "irrun": []}
     for _ in range(args.rounds):
         for side, found in rounds.items():
@@ -258,6 +264,8 @@ def report(result: dict, top: int) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--networks", help="comma-separated (default: the compute-heavy ones of run.py)")
+    parser.add_argument("--model", help="an IR of your own (model.xml) instead of the networks")
+    parser.add_argument("--inputs", help="with --model: an .npz of its inputs, by name")
     parser.add_argument("--threads", type=int, help="irrun's threads and OpenVINO's INFERENCE_NUM_THREADS")
     parser.add_argument("--repeat", type=int, default=30, help="profiled runs per round (default 30)")
     parser.add_argument("--rounds", type=int, default=3,
@@ -265,17 +273,35 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=10, help="groups shown per network (default 10)")
     parser.add_argument("--json", help="also write the groups of every network here")
     parser.add_argument("--side", choices=("irrun", "openvino"), help=argparse.SUPPRESS)
-    parser.add_argument("model", nargs="?", help=argparse.SUPPRESS)
-    parser.add_argument("inputs", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("side_xml", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("side_npz", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.rounds < 1:
         parser.error("--repeat and --rounds must be at least 1")
     if args.side:
-        with np.load(args.inputs) as npz:
+        with np.load(args.side_npz) as npz:
             inputs = {k: npz[k] for k in npz.files}
         steps = irrun_steps if args.side == "irrun" else openvino_steps
-        json.dump(steps(args.model, inputs, args.threads, args.repeat), sys.stdout)
+        json.dump(steps(args.side_xml, inputs, args.threads, args.repeat), sys.stdout)
         return
+    if args.model:
+        if args.networks or not args.inputs:
+            parser.error("--model takes --inputs (an .npz of its inputs) and no --networks")
+        for path in (args.model, args.inputs):
+            if not Path(path).is_file():
+                parser.error(f"no such file: {path}")
+        results = [model_gaps(Path(args.model).name, Path(args.model), Path(args.inputs), args)]
+        print(report(results[0], args.top), flush=True)
+    else:
+        if args.inputs:
+            parser.error("--inputs goes with --model")
+        results = _networks_gaps(parser, args)
+    if args.json:
+        with atomic_write(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+def _networks_gaps(parser, args) -> list[dict]:
     names = args.networks.split(",") if args.networks else [n for n in NETWORKS if n not in SMALL]
     unknown = [n for n in names if n not in NETWORKS and n != "digits"]
     if unknown:
@@ -285,9 +311,7 @@ def main(argv=None):
         for name in names:
             results.append(network_gaps(name, Path(tmp), args))
             print(report(results[-1], args.top), flush=True)
-    if args.json:
-        with atomic_write(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+    return results
 
 
 if __name__ == "__main__":

@@ -98,3 +98,24 @@ def test_rounds_keep_each_steps_lowest_median(gaps):
     merged = gaps.steadiest([first, second])
     assert [(s["label"], s["seconds"]) for s in merged["steps"]] == [("a", 2.0), ("b", 1.0)]
     assert merged["wall"] == 5.0
+
+
+MODELS = Path(__file__).resolve().parent / "models"
+
+
+def test_an_ir_of_ones_own(gaps, tmp_path, capsys):
+    out = tmp_path / "gaps.json"
+    gaps.main(["--model", str(MODELS / "resnet.f32.xml"), "--inputs", str(MODELS / "resnet.npz"),
+               "--repeat", "2", "--rounds", "1", "--json", str(out)])
+    (result,) = json.loads(out.read_text())
+    assert result["network"] == "resnet.f32.xml"
+    # the exported ResNet's convolutions are matched in both runtimes
+    matched = [g for g in result["groups"] if g["kind"].startswith("Convolution") and g["irrun"] > 0 and g["openvino"] > 0]
+    assert len(matched) >= 5
+    assert capsys.readouterr().out.startswith("### resnet.f32.xml: irrun ")
+
+
+def test_inputs_the_model_does_not_take_are_one_line(gaps):
+    with pytest.raises(SystemExit, match=r"^error: openvino on resnet\.f32\.xml: .*input_ids"):
+        gaps.main(["--model", str(MODELS / "resnet.f32.xml"), "--inputs", str(MODELS / "bert.npz"),
+                   "--repeat", "1", "--rounds", "1"])
