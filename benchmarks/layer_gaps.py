@@ -12,16 +12,17 @@ runtime as the sum of its steps' median times.  OpenVINO's layout conversions (R
 which run no layer of the IR) count with the nearest node that runs one (the one they feed, or
 for an output, the one they follow); a node OpenVINO made itself and named after no layer of the
 IR (the two LSTMSequence it splits a bidirectional one into) is a group of its own, its kind in
-parentheses.  A group is labelled by irrun's steps
-in it, the longest first: its first layer's name and type, a convolution's kernel, stride and
-channels or a product's shapes, and the types fused after it.  Below the groups, the differences
+parentheses.  A group is labelled by irrun's steps in it, the longest first: its first layer's
+name and type, a convolution's kernel, stride and channels or a product's shapes, and the types
+fused after it.  Below the groups, the differences
 summed by the kind of each group's longest step in irrun (a convolution by kernel and stride).
 
 Each runtime runs in a process of its own, as in `run.py`, with `run.py`'s OpenVINO configuration
 (the arithmetic irrun does), in rounds that alternate the runtimes, each step's lowest median of
 the rounds counting (on a shared machine a busy spell falls on one round); irrun's profile runs
-in one process (a network `run.py` finds irrun running in two is profiled in one here).  The sums of the steps leave out each runtime's cost
-between steps; the report gives both runtimes' median inference beside them.
+in one process (a network `run.py` finds irrun running in two is profiled in one here).  The
+sums of the steps leave out each runtime's cost between steps; the report gives both runtimes'
+median inference beside them.
 """
 from __future__ import annotations
 
@@ -40,13 +41,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from measure import openvino_config  # noqa: E402
 from irrun.arrays import atomic_write  # noqa: E402
-from networks import NETWORKS, build_ir  # noqa: E402
+from measure import openvino_config, with_threads  # noqa: E402
+from networks import NETWORKS, SMALL, build_ir  # noqa: E402
 
 CONVOLUTIONS = {"Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData"}
-# run.py's small networks (its second geometric mean), left out by default
-SMALL = {"mobilenet_v3", "efficientnet_b0", "many_small_layers"}
 
 
 # ---------------------------------------------------------------- one runtime's steps (in its own process)
@@ -59,7 +58,7 @@ def irrun_steps(xml: str, inputs: dict, threads: int | None, repeat: int) -> dic
     for _ in range(3):
         model.infer(inputs)
     found = profile(model, inputs, repeat)
-    types = {t.layer.name: t.layer.op_type or t.layer.type for t in found.layers}
+    types = {t.layer.name: _type(t) for t in found.layers}
     steps = []
     for t in found.layers:
         if t.fused_into:
@@ -73,7 +72,7 @@ def irrun_steps(xml: str, inputs: dict, threads: int | None, repeat: int) -> dic
 
 def _describe(t) -> str:
     """A layer's type and the shapes that decide its kernel."""
-    kind = t.layer.op_type or t.layer.type
+    kind = _type(t)
     shapes = [tuple(s) if s is not None else None for s in t.input_shapes]
     out = tuple(t.output_shapes[0]) if t.output_shapes and t.output_shapes[0] is not None else None
     window = _window(t)
@@ -87,14 +86,17 @@ def _describe(t) -> str:
 
 def _kind(t) -> str:
     """What the differences are summed by: the layer's type, a convolution's with its window."""
-    kind = t.layer.op_type or t.layer.type
     window = _window(t)
-    return f"{kind} {window}" if window else kind
+    return f"{_type(t)} {window}" if window else _type(t)
+
+
+def _type(t) -> str:
+    return t.layer.op_type or t.layer.type
 
 
 def _window(t) -> str | None:
     """A convolution's kernel and stride ("3x3/2x2"); None for other layers."""
-    kind = t.layer.op_type or t.layer.type
+    kind = _type(t)
     if kind not in CONVOLUTIONS or len(t.input_shapes) < 2 or t.input_shapes[1] is None:
         return None
     kernel = t.input_shapes[1][3:] if kind.startswith("Group") else t.input_shapes[1][2:]
@@ -139,8 +141,8 @@ def openvino_steps(xml: str, inputs: dict, threads: int | None, repeat: int) -> 
                 seen.add(near)
                 names = list(layers.get(near, ()))
                 todo += neighbours.get(near, [])
-        steps.append({"names": names, "label": f"{name} ({kinds.get(name, '?')})", "kind": kinds.get(name, "?"),
-                      "seconds": statistics.median(seconds)})
+        kind = kinds.get(name, "?")
+        steps.append({"names": names, "label": f"{name} ({kind})", "kind": kind, "seconds": statistics.median(seconds)})
     return {"steps": steps, "wall": statistics.median(walls)}
 
 
@@ -225,8 +227,7 @@ def _side(side: str, xml: Path, feeds: Path, args) -> dict:
     env = dict(os.environ)
     if args.threads:
         cmd += ["--threads", str(args.threads)]
-        for var in ("IRRUN_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env[var] = str(args.threads)
+        env = with_threads(env, args.threads)
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"error: {side} on {xml.name}: {(done.stderr.strip().splitlines() or ['no message'])[-1]}")

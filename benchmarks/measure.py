@@ -84,6 +84,13 @@ def openvino_config(threads: int | None = None) -> dict:
     return config
 
 
+def with_threads(env: dict, threads: int) -> dict:
+    """`env` for a process of `threads` threads: irrun's, BLAS's and OpenMP's counts (OpenVINO's is
+    its INFERENCE_NUM_THREADS, `openvino_config`)."""
+    return {**env, **{var: str(threads) for var in ("IRRUN_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                                      "MKL_NUM_THREADS")}}
+
+
 def load_openvino(path: str, threads: int | None = None):
     import openvino as ov
     core = ov.Core()

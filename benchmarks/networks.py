@@ -585,6 +585,9 @@ GENERATIONS = {"llm_generate_int4": ("llama.int4_asym_g32", 32)}
 
 # Written against openvino's API directly (grouped convolutions, LSTM, state, int4): no ONNX twin.
 IR_ONLY = {"mobilenet_v3", "efficientnet_b0", "yolo_n", "crnn", "audio_1d", "decoder_step_int4", "vit"}
+# The small networks (the README's second geometric mean, with digits and the LLM's generation); the
+# rest are the compute-heavy ones
+SMALL = {"mobilenet_v3", "efficientnet_b0", "many_small_layers"}
 QUICK = ["resnet18", "bert_encoder", "detector", "many_small_layers", "mobilenet_v3", "audio_1d", "digits"]
 
 

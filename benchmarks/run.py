@@ -38,6 +38,7 @@ import numpy as np
 
 import irrun
 from machine_state import describe, median_seconds, probe
+from measure import with_threads
 from networks import GENERATIONS, NETWORKS, QUICK, build_ir, build_onnx
 
 HERE = Path(__file__).resolve().parent
@@ -118,8 +119,7 @@ def measure(runtime: str, model: Path, inputs: Path, outputs: Path, args, genera
         env["IRRUN_OPTIMIZE"] = "0"
     if args.threads:
         cmd += ["--threads", str(args.threads)]
-        for var in ("IRRUN_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env[var] = str(args.threads)
+        env = with_threads(env, args.threads)
     timeout = args.timeout
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
