@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import UsageError
-from .tolerance import Tolerance, tolerance_for
+from .tolerance import RELATIVE_TO, Tolerance, Tolerances, largest_magnitude
 from .watch import Produced, Watcher, tensor_key
 
 
@@ -53,6 +53,8 @@ class TensorDiff:
     reference_inf: int = 0
     rtol: float | None = None   # None: compared exactly
     atol: float | None = None
+    relative_to: str | None = None  # what rtol multiplies: "tensor" (its largest magnitude) or "element"
+    reference_max: float | None = None  # the reference's largest finite magnitude
     agrees: bool = True
     reason: str | None = None   # why it diverges: "values", "shape [..] vs reference [..]", "dtype ..."
     used: bool = True           # some layer or Result reads it (a difference nothing reads cannot matter)
@@ -60,7 +62,8 @@ class TensorDiff:
     def summary(self) -> str:
         if self.reason and self.reason != "values":
             return self.reason
-        tol = f"rtol {self.rtol:g} atol {self.atol:g}" if self.rtol is not None else "exact comparison"
+        tol = Tolerance(self.rtol, self.atol, self.relative_to).describe(self.reference_max) \
+            if self.rtol is not None else "exact comparison"
         text = f"max abs {_num(self.max_abs)}, max rel {_num(self.max_rel)}, " \
                f"{100 * (self.mismatch_fraction or 0):.3g}% outside {tol}, cosine {_cos(self.cosine)}"
         if self.nan != self.reference_nan or self.inf != self.reference_inf:
@@ -94,10 +97,11 @@ def measure(actual: np.ndarray, reference: np.ndarray, tol: Tolerance | None) ->
     with np.errstate(invalid="ignore"):     # inf - inf: NaN, and counted by `same` below
         diff = np.abs(a - r)
     same = (a == r) | (a_nan & r_nan)
-    ok = same if tol is None else same | (diff <= tol.atol + tol.rtol * np.abs(r))
+    ok = same if tol is None else same | tol.within(diff, r)
     finite = np.isfinite(a) & np.isfinite(r)
     d = diff[finite]
     out["max_abs"] = float(d.max()) if d.size else 0.0
+    out["reference_max"] = largest_magnitude(r)
     nonzero = finite & (r != 0)
     rel = diff[nonzero] / np.abs(r[nonzero])
     out["max_rel"] = float(rel.max()) if rel.size else (0.0 if out["max_abs"] == 0 else math.inf)
@@ -111,13 +115,13 @@ def measure(actual: np.ndarray, reference: np.ndarray, tol: Tolerance | None) ->
 class CompareWatcher(Watcher):
     """Compares each layer output as it is produced; keeps only the numbers."""
 
-    def __init__(self, reference: Mapping[str, np.ndarray], match: dict[str, str], read: set, rtol=None, atol=None,
-                 declared=None):
+    def __init__(self, reference: Mapping[str, np.ndarray], match: dict[str, str], read: set,
+                 tolerances: Tolerances = Tolerances(), declared=None):
         self.reference = reference
         self.declared = declared        # layer id -> the types the IR declares (tolerances go by those)
         self.read = read                # (layer id, port) some layer reads
         self.match = match              # model key -> reference key
-        self.rtol, self.atol = rtol, atol
+        self.tolerances = tolerances
         self.diffs: list[TensorDiff] = []
 
     def produced(self, event: Produced) -> None:
@@ -131,10 +135,11 @@ class CompareWatcher(Watcher):
             reference = np.asarray(self.reference[ref_key])
             declared = self.declared(event.node.id) if event.report is not None and self.declared else event.node.types
             t = declared[port] if port < len(declared) else None
-            tol = tolerance_for(t.etype.name if t is not None else None, value.dtype, self.rtol, self.atol)
+            tol = self.tolerances.for_tensor(t.etype.name if t is not None else None, value.dtype)
             diff = TensorDiff(key, layer.name, layer.id, layer.op_type or layer.type, layer.op_version, port,
                               layer.line, list(value.shape), str(value.dtype), ref_key, list(reference.shape),
-                              str(reference.dtype), rtol=tol.rtol if tol else None, atol=tol.atol if tol else None)
+                              str(reference.dtype), rtol=tol.rtol if tol else None, atol=tol.atol if tol else None,
+                              relative_to=tol.relative_to if tol else None)
             for name, number in measure(value, reference, tol).items():
                 setattr(diff, name, number)
             if diff.reason is None and value.dtype != reference.dtype:
@@ -272,20 +277,23 @@ def first_divergence(model, diffs: list[TensorDiff]) -> tuple[TensorDiff | None,
 
 
 def compare(model, inputs: Any, reference: Any, *, rtol: float | None = None, atol: float | None = None,
-            max_memory: int | None = None) -> CompareReport:
+            relative_to: str = RELATIVE_TO[0], max_memory: int | None = None) -> CompareReport:
     """Run `model` (a path or an `irrun.Model`) on `inputs` and compare every layer output with
     `reference`: "openvino" / "openvino:DEVICE", a path to a `.npz`, a `--dump` directory or
-    another IR (`.xml`), an `irrun.Model`, or a mapping of arrays by key."""
+    another IR (`.xml`), an `irrun.Model`, or a mapping of arrays by key.  `rtol` / `atol` replace
+    the tolerances by element type; `relative_to` "tensor" scales rtol by each reference tensor's
+    largest magnitude, "element" by each element's own (irrun/tolerance.py)."""
     from .model import Model, load
     from .references import open_reference
 
+    tolerances = Tolerances(rtol, atol, relative_to)
     m = model if isinstance(model, Model) else load(model, max_memory=max_memory)
     with open_reference(reference, m, inputs, max_memory) as (tensors, label):
-        return compare_tensors(m, inputs, tensors, label, rtol=rtol, atol=atol)
+        return compare_tensors(m, inputs, tensors, label, tolerances)
 
 
-def compare_tensors(m, inputs: Any, tensors: Mapping[str, np.ndarray], label: str, *, rtol: float | None = None,
-                    atol: float | None = None) -> CompareReport:
+def compare_tensors(m, inputs: Any, tensors: Mapping[str, np.ndarray], label: str,
+                    tolerances: Tolerances = Tolerances()) -> CompareReport:
     """`compare` of the loaded model `m` against reference tensors at hand (by key; `label` names
     them in reports)."""
     keys = _model_keys(m)
@@ -296,7 +304,7 @@ def compare_tensors(m, inputs: Any, tensors: Mapping[str, np.ndarray], label: st
         raise UsageError(f"the reference {label} has none of the model's tensors (its keys look like {theirs}; "
                          f"the model's like {ours})")
     read = {src for lid, node in m.analysis.nodes.items() if lid in m.analysis.live for src in node.inputs}
-    watcher = CompareWatcher(tensors, match, read, rtol, atol, lambda lid: m.analysis.nodes[lid].types)
+    watcher = CompareWatcher(tensors, match, read, tolerances, lambda lid: m.analysis.nodes[lid].types)
     m.infer(inputs, watch=[watcher])
     diffs = watcher.diffs
     first, statuses = first_divergence(m, diffs)

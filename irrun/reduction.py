@@ -44,7 +44,7 @@ from .compare import TensorDiff, _finite, _num, compare_tensors, measure
 from .errors import IrrunError, UsageError
 from .extraction import Tensor, extract, resolve_tensors
 from .references import open_reference, openvino_device
-from .tolerance import tolerance_for
+from .tolerance import RELATIVE_TO, Tolerances
 from .watch import Collect, tensor_key
 from .writer import check_target, refuse_overwrite
 
@@ -218,31 +218,34 @@ class _Cuts:
 # ---------------------------------------------------------------- reduce
 
 def reduce(model, inputs: Any, reference: Any, output: str | Path, *, rtol: float | None = None,
-           atol: float | None = None, layer: str | None = None, max_layers: int = DEFAULT_MAX_LAYERS,
+           atol: float | None = None, relative_to: str = RELATIVE_TO[0], layer: str | None = None,
+           max_layers: int = DEFAULT_MAX_LAYERS,
            force: bool = False, max_memory: int | None = None, protected=(),
            progress: Callable[[str], None] | None = None) -> ReduceReport:
     """Find the first layer of `model` (a path or an `irrun.Model`) whose output on `inputs` diverges
     from `reference` (as `irrun.compare` takes it) and write the smallest IR that reproduces the
     divergence to `output` (.xml and .bin), with `<output>.inputs.npz` and `<output>.expected.npz`.
     `layer`: reduce that layer's divergence instead of the first.  `max_layers`: the largest cut tried.
+    `rtol`, `atol`, `relative_to`: as for `irrun.compare`.
     `protected`: more files never to overwrite (the input files).  Nothing is overwritten that the model
     or the reference is read from, unless `force`.  See the module docstring."""
     from .model import Model, load
 
     if max_layers < 1:
         raise UsageError(f"max_layers must be at least 1, got {max_layers}")
+    tolerances = Tolerances(rtol, atol, relative_to)
     if isinstance(model, Model):
-        return _reduce(model, inputs, reference, output, rtol, atol, layer, max_layers, force, max_memory,
+        return _reduce(model, inputs, reference, output, tolerances, layer, max_layers, force, max_memory,
                        protected, progress)
     m = load(model, max_memory=max_memory)
     try:
-        return _reduce(m, inputs, reference, output, rtol, atol, layer, max_layers, force, max_memory, protected,
+        return _reduce(m, inputs, reference, output, tolerances, layer, max_layers, force, max_memory, protected,
                        progress)
     finally:
         m.close()
 
 
-def _reduce(m, inputs, reference, output, rtol, atol, layer, max_layers, force, max_memory, protected,
+def _reduce(m, inputs, reference, output, tolerances, layer, max_layers, force, max_memory, protected,
             progress) -> ReduceReport:
     xml, bin_path = check_target(output, (m.path, m.path.with_suffix(".bin")), force)
     targets = (xml, bin_path, *companion_files(xml))
@@ -254,7 +257,7 @@ def _reduce(m, inputs, reference, output, rtol, atol, layer, max_layers, force, 
 
     say("comparing the full model with the reference")
     with open_reference(reference, m, inputs, max_memory) as (tensors, label):
-        report = compare_tensors(m, inputs, tensors, label, rtol=rtol, atol=atol)
+        report = compare_tensors(m, inputs, tensors, label, tolerances)
         result = ReduceReport(m.path.name, label, "agrees", max_layers=max_layers)
         if report.ok:
             return result
@@ -283,7 +286,7 @@ def _reduce(m, inputs, reference, output, rtol, atol, layer, max_layers, force, 
                     "irrun on the reference's own input values against the reference")
     outputs = [Tensor(node.layer, d.port) for d in before]
     chosen = _try_cuts(m, cuts, regions, outputs, ours, theirs, expected, reference if device is not None else None,
-                       rtol, atol, result, say)
+                       tolerances, result, say)
     if chosen is None:
         result.status = "not reducible"
         if len(regions) < max_layers:
@@ -310,13 +313,12 @@ def _reduce(m, inputs, reference, output, rtol, atol, layer, max_layers, force, 
         raise IrrunError(f"cannot write {xml}: {exc.strerror or exc}", file=str(xml)) from None
     result.status = "reduced"
     result.files = [str(xml), str(bin_path), str(inputs_file), str(expected_file)]
-    tolerance = "".join(f" --{name} {value:g}" for name, value in (("rtol", rtol), ("atol", atol)) if value is not None)
     result.reproduce = (f"irrun compare {shlex.quote(str(xml))} -i {shlex.quote(str(inputs_file))} "
-                        f"--reference {shlex.quote(str(expected_file))}{tolerance}")
+                        f"--reference {shlex.quote(str(expected_file))}{tolerances.options()}")
     return result
 
 
-def _try_cuts(m, cuts: "_Cuts", regions, outputs, ours, theirs, expected, openvino, rtol, atol,
+def _try_cuts(m, cuts: "_Cuts", regions, outputs, ours, theirs, expected, openvino, tolerances,
               result: ReduceReport, say) -> Attempt | None:
     """Each cut in turn, written to a scratch directory and checked, up to the first that reproduces
     the divergence (returned; None when none does).  Every cut tried is recorded in `result.attempts`."""
@@ -328,7 +330,7 @@ def _try_cuts(m, cuts: "_Cuts", regions, outputs, ours, theirs, expected, openvi
             result.attempts.append(attempt)
             try:
                 cut.write(Path(scratch) / f"cut{len(region)}.xml", force=True)
-                _check(cut, attempt, expected, openvino, theirs, rtol, atol, result)
+                _check(cut, attempt, expected, openvino, theirs, tolerances, result)
             except IrrunError as exc:
                 attempt.note = f"could not be checked: {exc}"
             finally:
@@ -416,26 +418,26 @@ class _Cut:
 
 
 def _check(cut: _Cut, attempt: Attempt, expected: dict[int, np.ndarray], openvino: str | None,
-           theirs: dict[tuple[str, int], np.ndarray], rtol, atol, result: ReduceReport) -> None:
+           theirs: dict[tuple[str, int], np.ndarray], tolerances: Tolerances, result: ReduceReport) -> None:
     """Does `cut` reproduce the divergence?  (see the module docstring)"""
     m = cut.loaded
     keys = {cut.key(t.index) for t in cut.outputs}
     wanted = cut.expected(expected)
-    replay = compare_tensors(m, cut.feeds, wanted, "the expected values", rtol=rtol, atol=atol)
+    replay = compare_tensors(m, cut.feeds, wanted, "the expected values", tolerances)
     attempt.replay = [d for d in replay.layers if d.key in keys]
     if all(d.agrees for d in attempt.replay):
         attempt.note = "irrun computes the cut differently from the full model (its replay agrees)"
         return
     if openvino is not None:
         with open_reference(openvino, m, cut.feeds) as (tensors, label):
-            check = compare_tensors(m, cut.feeds, tensors, label, rtol=rtol, atol=atol)
+            check = compare_tensors(m, cut.feeds, tensors, label, tolerances)
             attempt.check = [d for d in check.layers if d.key in keys]
             result.reference_output = []
             for d in attempt.check:
                 got = np.asarray(tensors[d.reference_key])
                 want = wanted[d.key]
                 t = m.analysis.nodes[cut.outputs[0].layer.id].types[d.port]
-                tol = tolerance_for(t.etype.name if t is not None else None, got.dtype, rtol, atol)
+                tol = tolerances.for_tensor(t.etype.name if t is not None else None, got.dtype)
                 numbers = measure(got, want, tol)
                 result.reference_output.append({"key": d.key, "max_abs": numbers.get("max_abs"),
                                                 "mismatch_fraction": numbers.get("mismatch_fraction"),
@@ -449,6 +451,6 @@ def _check(cut: _Cut, attempt: Attempt, expected: dict[int, np.ndarray], openvin
                                 f"reference does: the reference has no values for {', '.join(missing)}")
             return
         feeds = {name: theirs[src] for name, src in zip(cut.names(), cut.fed)}
-        check = compare_tensors(m, feeds, wanted, "the reference", rtol=rtol, atol=atol)
+        check = compare_tensors(m, feeds, wanted, "the reference", tolerances)
         attempt.check = [d for d in check.layers if d.key in keys]
     attempt.reproduced = any(not d.agrees for d in attempt.check)

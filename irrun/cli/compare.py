@@ -9,8 +9,22 @@ from ..compare import compare
 from ..errors import IrrunError, UsageError
 from ..model import load
 from ..shapes import format_shape
-from ..tolerance import defaults
+from ..tolerance import RELATIVE_TO, defaults
 from .base import cli, inputs_for, optimize_option, parse_size
+
+
+def tolerance_options(command):
+    """--rtol, --atol and --relative-to, for `compare` and `reduce`."""
+    for option in reversed((
+            click.option("--rtol", type=float, default=None, help="Relative tolerance for every floating-point "
+                         f"tensor (default by element type: {defaults('rtol')}; integers compare exactly)."),
+            click.option("--atol", type=float, default=None, help="Absolute tolerance for every floating-point "
+                         f"tensor (default by element type: {defaults('atol')})."),
+            click.option("--relative-to", type=click.Choice(RELATIVE_TO), default=RELATIVE_TO[0], show_default=True,
+                         help="What rtol multiplies: the reference tensor's largest magnitude (rounding in a sum "
+                              "scales with its terms), or each element's own (NumPy's allclose).")),):
+        command = option(command)
+    return command
 
 
 @cli.command("compare")
@@ -19,21 +33,18 @@ from .base import cli, inputs_for, optimize_option, parse_size
               help="Inputs as for `irrun infer`. Repeatable.")
 @click.option("--reference", "-r", required=True, metavar="REF",
               help="openvino (or openvino:DEVICE), a .npz, a --dump directory, or another IR (.xml).")
-@click.option("--rtol", type=float, default=None, help="Relative tolerance for every floating-point tensor "
-              f"(default by element type: {defaults('rtol')}; integers compare exactly).")
-@click.option("--atol", type=float, default=None, help="Absolute tolerance for every floating-point tensor "
-              f"(default by element type: {defaults('atol')}).")
+@tolerance_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--max-memory", type=str, default=None, metavar="SIZE", help="As for `irrun infer`.")
 @optimize_option
 @click.pass_context
-def compare_command(ctx, model, inputs, reference, rtol, atol, fmt, max_memory, optimize):
+def compare_command(ctx, model, inputs, reference, rtol, atol, relative_to, fmt, max_memory, optimize):
     """Compare every layer output of MODEL with REF; name the first layer that diverges.
 
     Exit code 0: every compared tensor agrees; 1: something diverges; 2: usage or input error.
     """
     try:
-        report = _compare(model, inputs, reference, rtol, atol, max_memory, optimize)
+        report = _compare(model, inputs, reference, rtol, atol, relative_to, max_memory, optimize)
     except IrrunError as exc:
         exc.exit_code = 2       # any error is 2 here: 1 says that something diverges
         raise
@@ -44,11 +55,11 @@ def compare_command(ctx, model, inputs, reference, rtol, atol, fmt, max_memory, 
     ctx.exit(0 if report.ok else 1)
 
 
-def _compare(model, inputs, reference, rtol, atol, max_memory, optimize):
+def _compare(model, inputs, reference, rtol, atol, relative_to, max_memory, optimize):
     check_tolerances(rtol, atol)
     m = load(model, max_memory=parse_size(max_memory) if max_memory else None, optimize=optimize)
     require_inputs(m, inputs)
-    return compare(m, inputs_for(m, inputs), reference, rtol=rtol, atol=atol,
+    return compare(m, inputs_for(m, inputs), reference, rtol=rtol, atol=atol, relative_to=relative_to,
                    max_memory=parse_size(max_memory) if max_memory else None)
 
 

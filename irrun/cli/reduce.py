@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from ..errors import IrrunError
-from ..tolerance import defaults
 from .base import cli, inputs_for, parse_size
+from .compare import tolerance_options
 
 
 @cli.command("reduce")
@@ -20,10 +20,7 @@ from .base import cli, inputs_for, parse_size
                    "IR (.xml).")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="MIN.xml",
               help="The reduced IR to write (and its .bin, MIN.inputs.npz and MIN.expected.npz).")
-@click.option("--rtol", type=float, default=None, help="As for `irrun compare` "
-              f"(default by element type: {defaults('rtol')}).")
-@click.option("--atol", type=float, default=None, help="As for `irrun compare` "
-              f"(default by element type: {defaults('atol')}).")
+@tolerance_options
 @click.option("--layer", default=None, metavar="NAME",
               help="Reduce the divergence of this layer instead of the first one.")
 @click.option("--max-layers", type=click.IntRange(min=1), default=None, metavar="N",
@@ -32,7 +29,7 @@ from .base import cli, inputs_for, parse_size
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--max-memory", type=str, default=None, metavar="SIZE", help="As for `irrun infer`.")
 @click.pass_context
-def reduce_command(ctx, model, inputs, reference, output, rtol, atol, layer, max_layers, force, fmt, max_memory):
+def reduce_command(ctx, model, inputs, reference, output, rtol, atol, relative_to, layer, max_layers, force, fmt, max_memory):
     """Write the smallest IR that reproduces the first divergence of MODEL from REF.
 
     The diverging layer with its inputs as Parameters (grown backwards when the layer alone does
@@ -40,7 +37,7 @@ def reduce_command(ctx, model, inputs, reference, output, rtol, atol, layer, max
     Exit code 0: nothing diverges (nothing written); 1: reduced, or not reducible; 2: usage or input error.
     """
     try:
-        report = _reduce(model, inputs, reference, output, rtol, atol, layer, max_layers, force, max_memory)
+        report = _reduce(model, inputs, reference, output, rtol, atol, relative_to, layer, max_layers, force, max_memory)
     except IrrunError as exc:
         exc.exit_code = 2       # any error is 2 here: 1 says that something diverges
         raise
@@ -48,7 +45,7 @@ def reduce_command(ctx, model, inputs, reference, output, rtol, atol, layer, max
     ctx.exit(0 if report.status == "agrees" else 1)
 
 
-def _reduce(model, inputs, reference, output, rtol, atol, layer, max_layers, force, max_memory):
+def _reduce(model, inputs, reference, output, rtol, atol, relative_to, layer, max_layers, force, max_memory):
     from ..model import load
     from ..reduction import DEFAULT_MAX_LAYERS, reduce
     from .compare import check_tolerances, require_inputs
@@ -57,6 +54,6 @@ def _reduce(model, inputs, reference, output, rtol, atol, layer, max_layers, for
     m = load(model, max_memory=limit)
     require_inputs(m, inputs)
     files = [spec if Path(spec).exists() else spec.rpartition("=")[2] for spec in inputs]
-    return reduce(m, inputs_for(m, inputs), reference, output, rtol=rtol, atol=atol, layer=layer,
+    return reduce(m, inputs_for(m, inputs), reference, output, rtol=rtol, atol=atol, relative_to=relative_to, layer=layer,
                   max_layers=max_layers or DEFAULT_MAX_LAYERS, force=force, max_memory=limit, protected=files,
                   progress=lambda text: click.echo(f"{text} ...", err=True))
