@@ -27,7 +27,10 @@ What OpenVINO 2026.4.1 computes, beyond the op specs (specs/errata/resampling.md
   it at -0.5).
 * Summation order follows the CPU plugin (fused multiply-adds in its JIT
   kernels), so integer results agree on exact .5 ties; a float32 sum that
-  lands within an ulp of .5 can still round the other way.
+  lands within an ulp of .5 can still round the other way.  Float32 data of
+  a static shape resized linearly or cubically takes float32 kernels made at
+  load instead (irrun/ops/weighted_resize.py: the same taps, each product and
+  sum rounded on its own, 3-7x faster).
 * Interpolate-1 runs as the CPU plugin converts it to Interpolate-4: sizes
   mode, nearest_mode simple, linear as linear_onnx below rank 5, coordinates
   align_corners when asked, else half_pixel for linear without pads unless the
@@ -45,6 +48,7 @@ from .. import etypes, partial_values
 from ..errors import ShapeError, UnsupportedError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, Shape, dim_map, dim_merge, dims_compatible, format_shape, is_static_dim
+from . import weighted_resize
 from .common import channels_first_view, channels_last_view, round_half_away
 
 _F32 = np.float32
@@ -328,6 +332,27 @@ def _nearest_resizer(shape: tuple[int, ...], axes: list[int], sizes: list[int], 
     return resize
 
 
+def _weighted_resizer(shape: tuple[int, ...], axes: list[int], sizes: list[int], scales: list[float],
+                      method: Method, general: Callable) -> Callable | None:
+    """`interpolate` in linear_onnx or cubic mode (or linear, which runs as linear_onnx below rank 5
+    without antialias) for float32 data of `shape` in float32 (weighted_resize.py); other data
+    through `general`."""
+    if method.mode == "linear" and not method.antialias and len(shape) < 5:
+        method = replace(method, mode="linear_onnx")
+    if method.mode not in ("linear_onnx", "cubic") or 0 in shape:
+        return None
+    plans = []
+    for axis, n_out, scale in sorted(zip(axes, sizes, scales), reverse=True):   # innermost first, as `interpolate`
+        if shape[axis] == n_out:
+            continue
+        taps = _axis_taps(method, shape[axis], n_out, scale, 1.0)
+        plans.append(weighted_resize.axis_plan(axis, taps.index, taps.weight))
+    if not plans:
+        return None
+    resize = weighted_resize.resizer(shape, plans)
+    return lambda x, *rest: resize(x) if x.dtype == _F32 else general(x, *rest)
+
+
 # ---------------------------------------------------------------- shape functions
 
 def _padded_dim(d: DimLike, pad: int) -> DimLike:
@@ -472,15 +497,17 @@ class _InterpolateWithInputs(_Interpolate):
         return interpolate(x, axes, sizes, scales, self.method, self.attrs.pads_begin, self.attrs.pads_end)
 
     def bind(self, step):
-        """Nearest resizing of a static shape, unpadded, with constant sizes, scales and axes (an
-        FPN's or a YOLO neck's upsampling): see `_nearest_resizer`."""
+        """Resizing of a static shape, unpadded, with constant sizes, scales and axes: nearest (an
+        FPN's or a YOLO neck's upsampling: see `_nearest_resizer`), and linear or cubic float32
+        data (a segmentation head's upsampling: see irrun/ops/weighted_resize.py)."""
         data = step.inputs[0]
-        if self.run_replaced() or self.attrs.mode != "nearest" or not data.is_static \
-                or any(self.attrs.pads_begin) or any(self.attrs.pads_end) \
+        if self.run_replaced() or not data.is_static or any(self.attrs.pads_begin) or any(self.attrs.pads_end) \
                 or any(t.value is None for t in step.inputs[1:]):
             return None
         axes, sizes, scales = self.resizing(data.shape, (None,) + tuple(t.value for t in step.inputs[1:]))
-        return _nearest_resizer(data.shape, axes, sizes, scales, self.method)
+        if self.attrs.mode == "nearest":
+            return _nearest_resizer(data.shape, axes, sizes, scales, self.method)
+        return _weighted_resizer(data.shape, axes, sizes, scales, self.method, self.run)
 
 
 @register("Interpolate", 4)
@@ -564,12 +591,29 @@ class Interpolate1(_Interpolate):
             transform = "asymmetric"
         return Method(mode, transform, "simple", self.attrs.antialias, -0.75)
 
-    def run(self, x, target):
+    def resizing(self, shape: tuple[int, ...], target) -> tuple[list[int], list[int], list[float]]:
         a = self.attrs
         axes = list(a.axes)
         sizes = [int(v) for v in np.asarray(target).reshape(-1)[:len(axes)]]
-        scales = _size_ratios(x.shape, axes, sizes, a.pads_begin, a.pads_end)
+        return axes, sizes, _size_ratios(shape, axes, sizes, a.pads_begin, a.pads_end)
+
+    def run(self, x, target):
+        axes, sizes, scales = self.resizing(x.shape, target)
+        a = self.attrs
         return interpolate(x, axes, sizes, scales, self._method(x.ndim, axes), a.pads_begin, a.pads_end)
+
+    def bind(self, step):
+        """As Interpolate-4's (an old Model Optimizer IR's upsampling)."""
+        data, target = step.inputs
+        a = self.attrs
+        if self.run_replaced() or not data.is_static or target.value is None or a.mode == "area" \
+                or any(a.pads_begin) or any(a.pads_end):
+            return None
+        axes, sizes, scales = self.resizing(data.shape, target.value)
+        method = self._method(len(data.shape), axes)
+        if method.mode == "nearest":
+            return _nearest_resizer(data.shape, axes, sizes, scales, method)
+        return _weighted_resizer(data.shape, axes, sizes, scales, method, self.run)
 
 
 # ---------------------------------------------------------------- GridSample-9
