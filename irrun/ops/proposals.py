@@ -22,7 +22,7 @@ from ..errors import ModelError, ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, dim_bounds, dim_merge, dim_mul, dims_compatible, format_shape, make_dim
 from .common import check_dim, check_rank, merge_dims
-from .detection_common import by_score_above, check_float, greedy, up_to
+from .detection_common import by_score_above, check_float, greedy_in_blocks, up_to
 
 
 # ---------------------------------------------------------------- Proposal
@@ -50,13 +50,15 @@ def _proposal_anchors(attrs) -> np.ndarray:
 
 
 def _proposal_iou(box: np.ndarray, rest: np.ndarray, offset: np.float32) -> np.ndarray:
-    """IoU of one [x0, y0, x1, y1] box with others, sides counting `offset` extra pixels; 0 without overlap."""
-    overlap = (box[0] <= rest[:, 2]) & (box[1] <= rest[:, 3]) & (rest[:, 0] <= box[2]) & (rest[:, 1] <= box[3])
-    width = np.maximum(np.minimum(box[2], rest[:, 2]) - np.maximum(box[0], rest[:, 0]) + offset, 0)
-    height = np.maximum(np.minimum(box[3], rest[:, 3]) - np.maximum(box[1], rest[:, 1]) + offset, 0)
+    """IoU of [x0, y0, x1, y1] boxes (..., 4), broadcast (kept boxes [k, 1, 4] against others [1, m, 4]),
+    sides counting `offset` extra pixels; 0 without overlap."""
+    overlap = (box[..., 0] <= rest[..., 2]) & (box[..., 1] <= rest[..., 3]) & (rest[..., 0] <= box[..., 2]) \
+        & (rest[..., 1] <= box[..., 3])
+    width = np.maximum(np.minimum(box[..., 2], rest[..., 2]) - np.maximum(box[..., 0], rest[..., 0]) + offset, 0)
+    height = np.maximum(np.minimum(box[..., 3], rest[..., 3]) - np.maximum(box[..., 1], rest[..., 1]) + offset, 0)
     inter = width * height
-    area = (box[2] - box[0] + offset) * (box[3] - box[1] + offset)
-    areas = (rest[:, 2] - rest[:, 0] + offset) * (rest[:, 3] - rest[:, 1] + offset)
+    area = (box[..., 2] - box[..., 0] + offset) * (box[..., 3] - box[..., 1] + offset)
+    areas = (rest[..., 2] - rest[..., 0] + offset) * (rest[..., 3] - rest[..., 1] + offset)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(overlap, inter / (area + areas - inter), np.float32(0))
 
@@ -64,8 +66,9 @@ def _proposal_iou(box: np.ndarray, rest: np.ndarray, offset: np.float32) -> np.n
 def _proposal_nms(boxes: np.ndarray, threshold: float, limit: int, offset: np.float32) -> list[int]:
     """Greedy NMS over boxes already sorted by score; drops later boxes with IoU > threshold.
     The CPU plugin counts before comparing with the limit, so a limit of 0 keeps every survivor."""
-    return greedy(np.arange(len(boxes)), limit if limit > 0 else len(boxes),
-                  lambda best, rest: np.float32(threshold) < _proposal_iou(boxes[best], boxes[rest], offset))
+    return greedy_in_blocks([np.arange(len(boxes))], limit if limit > 0 else len(boxes),
+                            lambda kept, rest: np.float32(threshold) < _proposal_iou(boxes[kept][:, None],
+                                                                                   boxes[rest][None], offset))
 
 
 @register("Proposal", 1, 4)
@@ -319,10 +322,12 @@ class ExperimentalDetectronGenerateProposalsSingleImage(Op):
 
 
 def _detectron_overlap(box, size, others, others_size) -> np.ndarray:
-    """JaccardOverlap of ExperimentalDetectronDetectionOutput: sides count one extra pixel, box sizes given."""
-    disjoint = (others[:, 0] > box[2]) | (others[:, 2] < box[0]) | (others[:, 1] > box[3]) | (others[:, 3] < box[1])
-    width = np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]) + np.float32(1)
-    height = np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]) + np.float32(1)
+    """JaccardOverlap of ExperimentalDetectronDetectionOutput: sides count one extra pixel, box sizes given;
+    boxes (..., 4) broadcast (kept boxes [k, 1, 4] against others [1, m, 4])."""
+    disjoint = (others[..., 0] > box[..., 2]) | (others[..., 2] < box[..., 0]) | (others[..., 1] > box[..., 3]) \
+        | (others[..., 3] < box[..., 1])
+    width = np.minimum(box[..., 2], others[..., 2]) - np.maximum(box[..., 0], others[..., 0]) + np.float32(1)
+    height = np.minimum(box[..., 3], others[..., 3]) - np.maximum(box[..., 1], others[..., 1]) + np.float32(1)
     inter = width * height
     with np.errstate(invalid="ignore", divide="ignore"):
         iou = inter / (size + others_size - inter)
@@ -382,8 +387,9 @@ class ExperimentalDetectronDetectionOutput(Op):
         for c in range(1, classes):
             class_scores = refined_scores[c]
             order = by_score_above(class_scores, np.float32(a.score_threshold))
-            kept = greedy(order, len(order), lambda best, rest: _detectron_overlap(
-                refined[c, best], sizes[c, best], refined[c, rest], sizes[c, rest]) > np.float32(a.nms_threshold))
+            kept = greedy_in_blocks([order], len(order), lambda best, rest: _detectron_overlap(
+                refined[c, best][:, None], sizes[c, best][:, None], refined[c, rest][None], sizes[c, rest][None])
+                > np.float32(a.nms_threshold))
             found += [(class_scores[i], c, i) for i in (kept if a.post_nms_count == -1 else kept[:a.post_nms_count])]
         if len(found) > top:
             found = sorted(found, key=lambda f: (-f[0], f[2]))[:top]

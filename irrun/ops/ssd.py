@@ -17,7 +17,7 @@ from ..errors import ModelError, ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, dim_bounds, dims_compatible, format_shape, make_dim
 from .common import check_rank, round_half_away
-from .detection_common import by_score, greedy
+from .detection_common import by_score, greedy_in_blocks
 
 
 # ---------------------------------------------------------------- PriorBox and PriorBoxClustered
@@ -218,25 +218,33 @@ def _prior_output(boxes: np.ndarray, size: int, clip: bool, variance) -> np.ndar
 _CODE_TYPES = ("caffe.PriorBoxParameter.CORNER", "caffe.PriorBoxParameter.CENTER_SIZE")
 
 
-def _jaccard(box: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """Caffe's JaccardOverlap of one [xmin, ymin, xmax, ymax] box with each of `others`."""
-    disjoint = ((others[:, 0] > box[2]) | (others[:, 2] < box[0]) | (others[:, 1] > box[3]) | (others[:, 3] < box[1]))
-    width = np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0])
-    height = np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1])
+def _size(b: np.ndarray) -> np.ndarray:
+    """Caffe's BBoxSize of boxes (..., 4): 0 for an inverted box."""
+    inverted = (b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1])
+    return np.where(inverted, 0, (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1]))
+
+
+def _jaccard(box: np.ndarray, others: np.ndarray, box_size: np.ndarray, others_size: np.ndarray) -> np.ndarray:
+    """Caffe's JaccardOverlap of [xmin, ymin, xmax, ymax] boxes (..., 4) of sizes `_size`, broadcast
+    (kept boxes [k, 1, 4] against candidates [1, m, 4]).  (Caffe's test for disjoint boxes is left
+    out: where it holds, the width or the height is negative, the difference of distinct floats.)"""
+    width = np.minimum(box[..., 2], others[..., 2]) - np.maximum(box[..., 0], others[..., 0])
+    height = np.minimum(box[..., 3], others[..., 3]) - np.maximum(box[..., 1], others[..., 1])
     inter = width * height
-
-    def size(b):
-        inverted = (b[..., 2] < b[..., 0]) | (b[..., 3] < b[..., 1])
-        return np.where(inverted, 0, (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1]))
-
     with np.errstate(invalid="ignore", divide="ignore"):
-        iou = inter / (size(box) + size(others) - inter)
-    return np.where(~disjoint & (width > 0) & (height > 0), iou, 0).astype(others.dtype)
+        iou = inter / (box_size + others_size - inter)
+    return np.where((width > 0) & (height > 0), iou, 0).astype(others.dtype)
 
 
 def _greedy_keep(boxes: np.ndarray, order: np.ndarray, threshold: float) -> list[int]:
     """Caffe NMS over candidates in `order`: keep one unless it overlaps a kept box by more than threshold."""
-    return greedy(order, len(order), lambda best, rest: _jaccard(boxes[best], boxes[rest]) > threshold)
+    candidates = boxes[order]
+    sizes = _size(candidates)
+
+    def suppresses(kept, rest):
+        return _jaccard(candidates[kept][:, None], candidates[rest][None], sizes[kept][:, None],
+                        sizes[rest][None]) > threshold
+    return order[np.asarray(greedy_in_blocks([np.arange(len(order))], len(order), suppresses), np.intp)].tolist()
 
 
 @register("DetectionOutput", 1, 8)
@@ -376,10 +384,11 @@ class DetectionOutput(Op):
         total = sum(len(v) for v in chosen.values())
         if keep <= -1 or total <= keep:
             return chosen
-        pairs = [(label, idx) for label, indices in chosen.items() for idx in indices]
-        pairs.sort(key=lambda p: (-scores[p[1], p[0]], p[1]))
+        labels = np.concatenate([np.full(len(indices), label, np.int64) for label, indices in chosen.items()])
+        boxes = np.concatenate([np.asarray(indices, np.int64) for indices in chosen.values()])
+        best = np.lexsort((boxes, -scores[boxes, labels]))[:keep]    # stable: ties keep the classes' order
         kept: dict[int, list[int]] = {}
-        for label, idx in pairs[:keep]:
+        for label, idx in zip(labels[best].tolist(), boxes[best].tolist()):
             kept.setdefault(label, []).append(idx)
         return kept
 
