@@ -19,6 +19,7 @@ from ovutil import (
     save, tensor_type
 )
 import irrun
+from irrun.ops import sorting
 from irrun.errors import ShapeError
 from irrun.shapes import format_shape
 
@@ -85,6 +86,38 @@ def test_topk_stable_ties(mode, sort, tmp_path):
     x = RNG.integers(0, 4, (5, 33)).astype(np.float32)
     m = topk_model(11, [5, 33], 12, 1, mode, sort, stable=True)
     compare(m, [x], tmp_path, oracle="reference" if sort == "index" else "cpu")
+
+
+@pytest.mark.parametrize("mode", ["max", "min"])
+@pytest.mark.parametrize("sort, data", [("value", "distinct"), ("index", "distinct"), ("none", "distinct"),
+                                        ("value", "ties"), ("index", "ties"), ("value", "integers"),
+                                        ("index", "integers")])
+def test_topk_few_of_many(mode, sort, data, tmp_path):
+    """k a small share of a long axis (a classifier's top 5, 100 of a detector's scores, an LLM's top
+    40 of its vocabulary): chosen by partition, not a full sort; ties at the k-th value keep input
+    order (stable=true; for sort=index the reference, as in test_topk_stable_ties; sort=none cannot
+    be stable, and OpenVINO orders its ties as it likes)."""
+    shape, k = [3, 4000], 40
+    dtype = np.int32 if data == "integers" else np.float32
+    x = {"distinct": lambda: distinct(shape),
+         "ties": lambda: RNG.integers(0, 300, shape).astype(np.float32),       # ~13 of each value
+         "integers": lambda: RNG.integers(-1000, 1000, shape).astype(np.int32)}[data]()
+    m = topk_model(11, shape, k, 1, mode, sort, dtype, stable=sort != "none")
+    got = compare(m, [x], tmp_path, oracle="reference" if sort == "index" and data != "distinct" else "cpu")
+    order = np.argsort(-x if mode == "max" else x, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(sorting._top_k_by_partition(x, k, mode == "max"), order)    # the path taken
+    if sort == "index":
+        order = np.sort(order, axis=1)
+    np.testing.assert_array_equal(list(got.values())[1], order)
+
+
+def test_topk_few_of_many_with_nan(tmp_path):
+    """A NaN in the data takes the full sort (NaN ranks largest)."""
+    x = distinct([2, 1000])
+    x[0, 17] = np.nan
+    got = list(irrun.load(save(topk_model(11, [2, 1000], 5, 1, "max", "value"), tmp_path)).infer([x]).values())
+    assert got[1][0, 0] == 17 and np.isnan(got[0][0, 0])
+    np.testing.assert_array_equal(got[1][1], np.argsort(-x[1], kind="stable")[:5])
 
 
 def test_topk_ties_keep_input_order_by_hand(tmp_path):

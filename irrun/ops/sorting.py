@@ -8,6 +8,9 @@ What OpenVINO 2026.4.1 computes, beyond the op specs (specs/errata/detection.md)
   as the CPU plugin does.  NaN counts as larger than +inf, so it comes first
   for max and last for min: OpenVINO's own NaN order is undefined (it changes
   with k and the slice length).
+* A k of at most an eighth of the axis is chosen by partition around the k-th value (ties there
+  taken in input order) and only those k sorted: TopK 100 of 100 000 10.8 -> 1.0-1.4 ms
+  (OpenVINO 0.2-0.35); data holding a NaN takes the full sort.
 * k = 0 gives an empty axis (OpenVINO's shape inference accepts it); k larger
   than the axis is an error (the CPU plugin refuses to compile it).
 * NonZero of a scalar is [1, count], as on the CPU plugin.
@@ -62,6 +65,29 @@ def _order_along_last(x: np.ndarray, largest_first: bool) -> np.ndarray:
     return (n - 1) - backwards
 
 
+# k at most this share of the axis takes `_top_k_by_partition` (a full sort of 100 000 values took 10 ms
+# for TopK 100; partitioning 0.5)
+PARTITION_MAX_SHARE = 1 / 8
+
+
+def _top_k_by_partition(x: np.ndarray, k: int, largest_first: bool) -> np.ndarray | None:
+    """The first k of `_order_along_last(x, largest_first)` without sorting the whole axis, or None
+    where the data has a NaN.  The k-th value splits the axis: the values beyond it, then those
+    equal to it in input order up to k, are the k; they are sorted alone, stably, from input order."""
+    n = x.shape[-1]
+    if np.isnan(x).any() if x.dtype.kind == "f" else False:
+        return None
+    kth = n - k if largest_first else k - 1
+    bound = np.partition(x, kth, axis=-1)[..., kth:kth + 1]
+    chosen = x >= bound if largest_first else x <= bound
+    if np.any(np.count_nonzero(chosen, axis=-1) != k):          # ties at the k-th value: the first of them
+        tied = x == bound
+        wanted = k - np.count_nonzero(chosen & ~tied, axis=-1, keepdims=True)
+        chosen &= ~tied | (np.cumsum(tied, axis=-1) <= wanted)
+    index = np.nonzero(chosen)[-1].reshape(x.shape[:-1] + (k,))      # per row, in input order
+    return np.take_along_axis(index, _order_along_last(np.take_along_axis(x, index, -1), largest_first), -1)
+
+
 @register("TopK", 1, 3, 11)
 class TopK(Op):
     def _axis(self, rank: int) -> int:
@@ -102,7 +128,12 @@ class TopK(Op):
         if not 0 <= k <= data.shape[axis]:
             raise ModelError(f"k={k} is outside [0, {data.shape[axis]}], the size of axis {axis}")
         x = np.moveaxis(data, axis, -1)
-        order = _order_along_last(x, self.attrs.mode == "max")[..., :k]
+        largest_first = self.attrs.mode == "max"
+        order = None
+        if 0 < k <= x.shape[-1] * PARTITION_MAX_SHARE:
+            order = _top_k_by_partition(x, k, largest_first)
+        if order is None:
+            order = _order_along_last(x, largest_first)[..., :k]
         if self.attrs.sort == "index":
             order = np.sort(order, axis=-1)
         values = np.take_along_axis(x, order, axis=-1)
