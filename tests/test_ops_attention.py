@@ -254,6 +254,9 @@ def einsum_case(equation, shapes, dtype=np.float32, shown=None):
     ("bij,bjk->bik", [[2, 3, 4], [2, 4, 5]]),                 # batched matmul
     ("bhqd,bhkd->bhqk", [[1, 2, 3, 4], [1, 2, 5, 4]]),        # attention scores
     ("bhqk,bhkd->bhqd", [[1, 2, 3, 5], [1, 2, 5, 4]]),
+    ("bqhd,bkhd->bhqk", [[2, 3, 4, 5], [2, 6, 4, 5]]),        # heads in the middle, as exporters write
+    ("abc,cd->ad", [[2, 3, 4], [4, 5]]),                      # b of one input alone: summed first
+    ("bqd,dhk->bhqk", [[2, 3, 4], [4, 2, 5]]),                # right labels past the batch
     ("abc,cd->abd", [[2, 3, 4], [4, 5]]),                     # linear layer
     ("ba", [[2, 3]]),                                         # implicit transpose
     ("abcd->adbc", [[2, 3, 4, 5]]),                           # permutation
@@ -282,6 +285,17 @@ def einsum_case(equation, shapes, dtype=np.float32, shown=None):
 ])
 def test_einsum(equation, shapes, tmp_path):
     compare(*einsum_case(equation, shapes), tmp_path)
+
+
+def test_einsum_of_two_float_inputs_is_one_matmul():
+    """Two float inputs take one (batched) matrix product (np.einsum's loop took the attention scores of
+    [1, 8, 256, 64] in 9.7 ms); a label repeated in a term, or a contracted one that broadcasts, not."""
+    from irrun.ops.matrix import _einsum_by_matmul
+    q, k = sample([1, 8, 256, 64]), sample([1, 8, 256, 64])
+    got = _einsum_by_matmul(q, "bhqd", k, "bhkd", "bhqk")
+    np.testing.assert_allclose(got, np.einsum("bhqd,bhkd->bhqk", q, k), rtol=1e-4, atol=1e-5)
+    assert _einsum_by_matmul(sample([3, 3]), "ii", sample([3]), "i", "i") is None
+    assert _einsum_by_matmul(sample([2, 1]), "ij", sample([4, 3]), "kj", "ik") is None
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.int32, np.int64])

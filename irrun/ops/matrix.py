@@ -421,9 +421,47 @@ class Einsum(Op):
         dtype = arrays[0].dtype
         if dtype == np.float16:   # OpenVINO accumulates f16 in f32
             arrays = [a.astype(np.float32) for a in arrays]
-        with np.errstate(all="ignore"):   # integer products wrap, as in C++
-            result = np.einsum(f"{','.join(subscripts)}->{out}", *arrays)
+        result = None
+        if len(arrays) == 2 and arrays[0].dtype.kind == "f":
+            result = _einsum_by_matmul(arrays[0], subscripts[0], arrays[1], subscripts[1], out)
+        if result is None:
+            with np.errstate(all="ignore"):   # integer products wrap, as in C++
+                result = np.einsum(f"{','.join(subscripts)}->{out}", *arrays)
         return np.asarray(result, dtype=dtype)
+
+
+def _einsum_by_matmul(a: np.ndarray, la: str, b: np.ndarray, lb: str, out: str) -> np.ndarray | None:
+    """A two-input float Einsum as one (batched) matrix product, as OpenVINO decomposes it: labels
+    of one input alone summed away first, then [batch..., left, contracted] @ [batch..., contracted,
+    right] and the output's order.  None where the equation repeats a label in one term or a
+    contracted label broadcasts (np.einsum then).  (np.einsum's own loop took "bhqd,bhkd->bhqk"
+    over [1, 8, 256, 64] in 9.7 ms, OpenVINO 0.7.)"""
+    if any(len(set(labels)) < len(labels) for labels in (la, lb, out)):
+        return None
+    own_a = [i for i, label in enumerate(la) if label not in lb and label not in out]
+    own_b = [i for i, label in enumerate(lb) if label not in la and label not in out]
+    if own_a:
+        a, la = a.sum(axis=tuple(own_a)), "".join(label for i, label in enumerate(la) if i not in own_a)
+    if own_b:
+        b, lb = b.sum(axis=tuple(own_b)), "".join(label for i, label in enumerate(lb) if i not in own_b)
+    batch = [label for label in out if label in la and label in lb]
+    left = [label for label in out if label in la and label not in lb]
+    right = [label for label in out if label in lb and label not in la]
+    contracted = [label for label in la if label in lb and label not in out]
+    if any(a.shape[la.index(label)] != b.shape[lb.index(label)] for label in contracted):
+        return None
+    size_a = {label: n for label, n in zip(la, a.shape)}
+    size_b = {label: n for label, n in zip(lb, b.shape)}
+    depth = prod(size_a[label] for label in contracted)
+    a2 = a.transpose([la.index(label) for label in batch + left + contracted]).reshape(
+        tuple(size_a[label] for label in batch) + (prod(size_a[label] for label in left), depth))
+    b2 = b.transpose([lb.index(label) for label in batch + contracted + right]).reshape(
+        tuple(size_b[label] for label in batch) + (depth, prod(size_b[label] for label in right)))
+    product = np.matmul(a2, b2)
+    done = batch + left + right
+    product = product.reshape(product.shape[:len(batch)] + tuple(size_a[label] for label in left)
+                              + tuple(size_b[label] for label in right))
+    return product.transpose([done.index(label) for label in out])
 
 
 # ---------------------------------------------------------------- Inverse
