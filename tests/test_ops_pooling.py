@@ -136,6 +136,17 @@ def test_avgpool_element_types(dtype, version, exclude_pad, tmp_path):
     compare(pool_model(make, shape, dtype), [sample(shape, dtype)], tmp_path, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint8])
+@pytest.mark.parametrize("version, exclude_pad, rounding", [(1, True, "floor"), (14, False, "ceil")])
+@pytest.mark.parametrize("shape", [[2, 64, 7, 7], [1, 5, 3, 4, 2]], ids=["7x7", "3d"])
+def test_avgpool_one_window_over_all_the_data(shape, dtype, version, exclude_pad, rounding, tmp_path):
+    """A classifier's global pool (the window the data's size): one reduction per channel."""
+    make = avg_pool(version, [1] * (len(shape) - 2), [0] * (len(shape) - 2), [0] * (len(shape) - 2), shape[2:],
+                    exclude_pad, rounding)
+    got = compare(pool_model(make, shape, dtype), [sample(shape, dtype)], tmp_path, rtol=1e-3, atol=1e-3)
+    assert next(iter(got.values())).shape == tuple(shape[:2]) + (1,) * (len(shape) - 2)
+
+
 @pytest.mark.parametrize("version", [1, 14, 16])
 @pytest.mark.parametrize("shape, concrete", [([1, 3, -1, -1], [1, 3, 9, 6]),
                                              ([-1, 2, D(4, 12), 7], [3, 2, 10, 7])])

@@ -462,6 +462,12 @@ class AvgPool(_SlidingPool):
         spatial = x.shape[2:]
         pads_begin, pads_end, out = self.geometry(spatial)
         data = x.astype(_sum_dtype(x.dtype), copy=False)
+        if tuple(self.kernel) == spatial and not any(pads_begin) and not any(pads_end) and spatial \
+                and all(d == 1 for d in self.dilations):
+            # one window over all the data (a classifier's global pool, 7 x 7 over 2048 channels): one
+            # reduction, not a pass per tap (338 -> 80 us)
+            total = data.reshape(x.shape[:2] + (-1,)).sum(axis=-1).reshape(x.shape[:2] + (1,) * len(spatial))
+            return _mean_as(total, prod(spatial), x.dtype)
         total = _separable(data, np.add, 0, self.kernel, self.attrs.strides, self.dilations, pads_begin, out)
         if np.may_share_memory(total, x):      # (windows of one tap: `_mean_as` divides in place)
             total = total.copy()
