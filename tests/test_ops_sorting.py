@@ -111,6 +111,27 @@ def test_topk_few_of_many(mode, sort, data, tmp_path):
     np.testing.assert_array_equal(list(got.values())[1], order)
 
 
+@pytest.mark.parametrize("mode", ["max", "min"])
+@pytest.mark.parametrize("shape, axis", [([2, 21, 40, 48], 1), ([3, 700], 1), ([5, 6], 0)],
+                         ids=["classes", "long", "short-first"])
+@pytest.mark.parametrize("data", ["distinct", "ties"])
+def test_topk_one(mode, shape, axis, data, tmp_path):
+    """k = 1, an argmax (a segmentation head's over 21 classes, a classifier's over 700): the first
+    of equal extremes, as the CPU plugin (stable=true)."""
+    x = distinct(shape) if data == "distinct" else RNG.integers(0, 3, shape).astype(np.float32)
+    got = compare(topk_model(11, shape, 1, axis, mode, "value", stable=True), [x], tmp_path)
+    expected = (np.argmax if mode == "max" else np.argmin)(x, axis=axis, keepdims=True)
+    np.testing.assert_array_equal(list(got.values())[1], expected)
+
+
+@pytest.mark.parametrize("mode, expected", [("max", [[1], [0]]), ("min", [[0], [2]])])
+def test_topk_one_with_nan(mode, expected, tmp_path):
+    """NaN ranks largest: first for max, never the minimum (while other values are)."""
+    x = np.array([[1, np.nan, 3, 2], [7, 2, 1, 5]], np.float32)
+    got = list(irrun.load(save(topk_model(11, [2, 4], 1, 1, mode, "value"), tmp_path)).infer([x]).values())
+    np.testing.assert_array_equal(got[1], expected)
+
+
 def test_topk_few_of_many_with_nan(tmp_path):
     """A NaN in the data takes the full sort (NaN ranks largest)."""
     x = distinct([2, 1000])
