@@ -245,6 +245,22 @@ def test_roi_align_element_types(dtype, index_dtype, tmp_path):
             [x, rois, np.zeros(3, index_dtype)], tmp_path, rtol=5e-3, atol=5e-3)
 
 
+@pytest.mark.parametrize("ratio, aligned", [(2, "asymmetric"), (0, "half_pixel"), (0, "half_pixel_for_nn")])
+def test_roi_align_average_at_mask_rcnn_size(ratio, aligned, tmp_path):
+    """300 ROIs over two images' 64 x 25 x 34 maps (stride 16), some past the edges, averaged per bin
+    by two products per ROI (irrun/ops/roi_align.py `_averaged_samples`); with a NaN in the map, by
+    each sample's own neighbours, as OpenVINO (the NaN reaches only the bins that read it)."""
+    data_shape, n = [2, 64, 25, 34], 300
+    x = RNG.standard_normal(data_shape).astype(np.float32)
+    rois, batch = random_rois(n, 540), RNG.integers(0, 2, n).astype(np.int32)
+    m = roi_align_model(9, data_shape, n, 7, 7, ratio, 1 / 16, "avg", aligned)
+    compare(m, [x, rois, batch], tmp_path, rtol=1e-4, atol=1e-5)
+    x[1, 5, 12, 20] = np.nan
+    got = compare(m, [x, rois, batch], tmp_path / "nan", rtol=1e-4, atol=1e-5)
+    nan_bins = np.isnan(next(iter(got.values())))
+    assert 0 < nan_bins.sum() < nan_bins.size // 100
+
+
 def test_roi_align_adversarial_rois(tmp_path):
     """Zero-size, reversed and far-outside ROIs; negative features (max mode never goes below 0)."""
     data_shape = [1, 2, 6, 6]

@@ -4,6 +4,8 @@ samples averaged (or, for ROIAlign's max mode, maxed) over the bins of each ROI.
 What OpenVINO 2026.4.1 computes, beyond the op specs (specs/errata/detection.md): ROIAlign
 samples as OpenVINO's reference does; max mode starts from 0.  ROIAlignRotated and the
 feature extractor follow the CPU plugin's kernels; their details are in the class docstrings.
+Averages over finite maps take two products per ROI (`_averaged_samples`) rather than gathering
+every sample's neighbours: the same weights, summed in another order.
 """
 from __future__ import annotations
 
@@ -89,6 +91,44 @@ def _aligned_samples(features, batch, x1, y1, bin_w, bin_h, sx: int, sy: int, ph
     return np.where(valid, value, np.float32(0))
 
 
+def _axis_weights(start, bin_size, count: int, pooled: int, size: int) -> np.ndarray:
+    """(G, pooled, size): each bin's share of every row (or column) of the map, its samples'
+    bilinear weights averaged, 0 for samples outside [-1, size] (`_neighbours`)."""
+    low, high, frac, ok = _axis_samples(start, bin_size, count, pooled, size)       # (G, pooled, count)
+    weights = np.zeros((low.shape[0], pooled, size), np.float32)
+    at = (np.arange(low.shape[0])[:, None, None], np.arange(pooled)[None, :, None])
+    share = np.float32(1) / np.float32(count)
+    np.add.at(weights, at + (low,), np.where(ok, np.float32(1) - frac, np.float32(0)) * share)
+    np.add.at(weights, at + (high,), np.where(ok, frac, np.float32(0)) * share)
+    return weights
+
+
+def _averaged_samples(features, batch, x1, y1, bin_w, bin_h, sx: int, sy: int, ph: int, pw: int) -> np.ndarray | None:
+    """The mean of each bin's sx * sy bilinear samples (G, C, PH, PW), as two products per ROI: the
+    average of the samples' bilinear weights is separable, rows (PH, h) times the ROI's window of
+    the map (channels last) times columns (w, PW); 1000 ROIs of 256 channels took 0.6-1.2 s
+    gathering their 4 neighbours a sample, now 45-65 ms (OpenVINO 147).  None where the map holds
+    a NaN or an infinity: a window's zero weights would spread it, where a sample reads only its
+    neighbours."""
+    if not np.isfinite(features).all():
+        return None
+    _, c, h, w = features.shape
+    rows = _axis_weights(y1, bin_h, sy, ph, h)       # (G, PH, H)
+    cols = _axis_weights(x1, bin_w, sx, pw, w)       # (G, PW, W)
+    read_rows, read_cols = rows.any(axis=1), cols.any(axis=1)
+    top, bottom = read_rows.argmax(axis=1), h - read_rows[:, ::-1].argmax(axis=1)
+    left, right = read_cols.argmax(axis=1), w - read_cols[:, ::-1].argmax(axis=1)
+    reads = read_rows.any(axis=1) & read_cols.any(axis=1)
+    out = np.zeros((len(batch), c, ph, pw), np.float32)
+    maps = {b: np.ascontiguousarray(features[b].transpose(1, 2, 0)) for b in np.unique(batch[reads])}   # (H, W, C)
+    for r in np.flatnonzero(reads):
+        y0, y1_, x0, x1_ = top[r], bottom[r], left[r], right[r]
+        window = maps[batch[r]][y0:y1_, x0:x1_].reshape(y1_ - y0, (x1_ - x0) * c)    # strided rows, no copy
+        by_rows = (rows[r, :, y0:y1_] @ window).reshape(ph, x1_ - x0, c).transpose(1, 0, 2)
+        out[r] = (cols[r, :, x0:x1_] @ by_rows.reshape(x1_ - x0, ph * c)).reshape(pw, ph, c).transpose(2, 1, 0)
+    return out
+
+
 @register("ROIAlign", 3, 9)
 class ROIAlign(Op):
     box_values = 4       # a ROI row: x1, y1, x2, y2
@@ -143,6 +183,11 @@ class ROIAlign(Op):
         return out.astype(data.dtype)
 
     def _pool_group(self, features, batch, x1, y1, bin_w, bin_h, sx, sy):
+        if self.attrs.mode != "max":
+            pooled = _averaged_samples(features, batch, x1, y1, bin_w, bin_h, sx, sy, self.attrs.pooled_h,
+                                       self.attrs.pooled_w)
+            if pooled is not None:
+                return pooled
         samples = _aligned_samples(features, batch, x1, y1, bin_w, bin_h, sx, sy, self.attrs.pooled_h,
                                    self.attrs.pooled_w)                   # (G, PH, SY, PW, SX, C)
         if self.attrs.mode == "max":
@@ -259,8 +304,11 @@ class ExperimentalDetectronROIFeatureExtractor(Op):
             bin_w, bin_h = width / np.float32(size), height / np.float32(size)
             maps = features.astype(np.float32)
             for sx, sy, group in _by_sample_counts(*_sample_counts(bin_w, bin_h, a.sampling_ratio)):
-                samples = _aligned_samples(maps, np.zeros(len(group), np.int64), corners[group, 0], corners[group, 1],
-                                           bin_w[group], bin_h[group], sx, sy, size, size)
-                pooled = samples.sum(axis=(2, 4), dtype=np.float32) / np.float32(sx * sy)
-                out[on_level[group]] = pooled.transpose(0, 3, 1, 2)
+                args = (maps, np.zeros(len(group), np.int64), corners[group, 0], corners[group, 1], bin_w[group],
+                        bin_h[group], sx, sy, size, size)
+                pooled = _averaged_samples(*args)
+                if pooled is None:
+                    pooled = (_aligned_samples(*args).sum(axis=(2, 4), dtype=np.float32)
+                              / np.float32(sx * sy)).transpose(0, 3, 1, 2)
+                out[on_level[group]] = pooled
         return out.astype(rois.dtype), rois.copy()
