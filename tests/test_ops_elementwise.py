@@ -554,6 +554,23 @@ def test_select_nan_and_large_i64(tmp_path):
             tmp_path / "i64", oracle="reference")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.uint8])
+def test_select_large_in_parts(dtype, tmp_path):
+    """A mask over 64 x 128 x 128 (torch.where in a segmentation head) in parts and blocks by the
+    values' bits: cond broadcast over channels, else one value per channel; NaN, infinities and
+    -0.0 kept."""
+    shapes = [[1, 1, 128, 128], [1, 64, 128, 128], [1, 64, 1, 1]]
+    rng = np.random.default_rng(8)
+    cond, then, other = operands("Select", shapes)[0], rng.standard_normal(shapes[1]), rng.standard_normal(shapes[2])
+    if dtype == np.float32:
+        then.reshape(-1)[:4], other.reshape(-1)[:2] = [NAN, INF, -INF, -0.0], [NAN, -0.0]
+    got = compare(model("Select", shapes, dtype), [cond, then.astype(dtype), (other * 9).astype(dtype)], tmp_path)
+    result = next(iter(got.values()))
+    assert result.dtype == dtype
+    np.testing.assert_array_equal(np.signbit(result), np.signbit(np.where(cond, then.astype(dtype),
+                                                                           (other * 9).astype(dtype))))
+
+
 def test_select_none(tmp_path):
     shapes = [[2, 3, 4]] * 3
     compare(model("Select", shapes, mode="none"), operands("Select", shapes), tmp_path)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import etypes
+from .. import etypes, threads
 from ..errors import ShapeError
 from ..etypes import ElementType
 from ..registry import Op, TensorType, register
@@ -231,3 +231,35 @@ class Select(Broadcasting):
         elif self.mode != "numpy":
             check_equal_shapes(cond, then, other)
         return np.where(cond, then, other)
+
+    def bind(self, step):
+        """numpy broadcasting into a static output: `_blend`, in parts and cache-sized blocks."""
+        out = step.outputs[0]
+        if self.mode != "numpy" or self.run_replaced() or not out.is_static:
+            return None
+        shape = out.shape
+
+        def select(cond, then, other):
+            dtype = then.dtype      # (f16 layers carry f32 arrays: the arrays' type, not the IR's)
+            if other.dtype != dtype or cond.dtype != np.bool_ or dtype.itemsize not in _SAME_SIZE_INTEGERS:
+                return self.run(cond, then, other)
+            return threads.in_parts(_blend, np.empty(shape, dtype), cond, then, other, cost=_BLEND_COST)
+        return select
+
+
+# Integers of each element size, whose bits `_blend` moves
+_SAME_SIZE_INTEGERS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+_BLEND_COST = 6
+
+
+def _blend(cond: np.ndarray, then: np.ndarray, other: np.ndarray, out: np.ndarray) -> None:
+    """`then` where `cond`, else `other`, by their bits: and-ed with a mask of all ones or all zeros
+    and or-ed, SIMD integer passes where np.where copies an element at a time (4 Mi float32 with a
+    0 else-value: 16 -> 2 ms; in cache 5x faster); NaNs and signed zeros keep their bits."""
+    bits = _SAME_SIZE_INTEGERS[out.dtype.itemsize]
+    mask = cond.astype(bits)
+    np.negative(mask, out=mask)                         # 1 -> all ones
+    target = out.view(bits)
+    np.bitwise_and(then.view(bits), mask, out=target)
+    np.invert(mask, out=mask)
+    np.bitwise_or(target, np.bitwise_and(other.view(bits), mask), out=target)
