@@ -21,6 +21,7 @@ import irrun
 from irrun.errors import ShapeError
 from irrun.etypes import from_dtype
 from irrun.ops.attention import sdpa_shape
+from irrun.ops import attention as sdpa_module
 from irrun.ops.matrix import einsum_shape
 from irrun.registry import TensorType, implementation
 from irrun.shapes import parse_partial_shape
@@ -67,6 +68,23 @@ def test_plain_and_causal(rank, causal, lengths, tmp_path):
     lead = [2, 3][-(rank - 2):]
     l_len, s_len = lengths
     compare(*sdpa_case(lead + [l_len, 5], lead + [s_len, 5], lead + [s_len, 7], causal=causal), tmp_path)
+
+
+@pytest.mark.parametrize("q_shape, k_len", [([1, 4, 1024, 16], 1024), ([4, 1100, 16], 1024), ([2, 2, 1024, 16], 1100)],
+                         ids=["prefill", "rank3-longer-queries", "longer-keys"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_causal_prefill_by_row_blocks(q_shape, k_len, dtype, tmp_path):
+    """Causal attention over a thousand tokens (an LLM's prefill) runs a block of query rows at a
+    time, each against only the keys it may see (ops/attention.py `_by_row_blocks`); a NaN in the
+    values keeps the whole matrix, whose zero weights spread it to every row, as OpenVINO's do."""
+    lead = q_shape[:-2]
+    model, arrays = sdpa_case(q_shape, lead + [k_len, 16], lead + [k_len, 8], causal=True, dtype=dtype)
+    tol = {"rtol": 2e-3, "atol": 2e-3} if dtype == np.float16 else {}
+    compare(model, arrays, tmp_path, **tol)
+    assert sdpa_module.BLOCK_SCORES * 4 <= np.prod(lead) * q_shape[-2] * k_len      # the blocks were taken
+    arrays[2][..., 700, 3] = np.nan
+    got = next(iter(compare(model, arrays, tmp_path / "nan", **tol).values()))
+    assert np.isnan(got[..., :700, :]).any()
 
 
 @pytest.mark.parametrize("kind", ["bool", "float"])
