@@ -381,6 +381,15 @@ def test_lrn(shape, axes_sets, tmp_path):
     compare(model(outputs, [x]), [sample([5 if d == -1 else d for d in shape])], tmp_path)
 
 
+def test_lrn_at_alexnet_size(tmp_path):
+    """AlexNet's and GoogLeNet's LRN (5 channels, alpha 1e-4, beta 0.75) over 96 x 55 x 55 by shifted
+    adds in f32, and a window of 21 channels (beyond SHIFTED_SUMS_MOST_HALF) by running sums in f64."""
+    x = param([1, 96, 55, 55])
+    outputs = [ops1.lrn(x, const([1]), 1e-4, 0.75, 1, 5), ops1.lrn(x, const([1]), 2e-3, 0.75, 2, 21),
+               ops1.lrn(x, const([2, 3]), 1e-3, 0.75, 1, 3)]
+    compare(model(outputs, [x]), [sample([1, 96, 55, 55]) * 20], tmp_path)
+
+
 def test_lrn_fractional_bias_and_any_axes(tmp_path):
     """The reference kernel takes any bias and any axes; the CPU plugin truncates the bias (1.5
     runs as 1) and normalizes over all spatial axes for any axes other than [1]."""
