@@ -94,6 +94,26 @@ def test_deformable_convolution_adversarial_offsets(bilinear_pad, tmp_path):
     compare(ov.Model([node], [x, o]), [data, offsets], tmp_path)
 
 
+@pytest.mark.parametrize("deformable_group", [1, 4])
+def test_deformable_convolution_larger_and_with_nan(deformable_group, tmp_path):
+    """64 channels at 16 x 20 (a DCN layer of a detector's head): gathered from a channels-last copy;
+    a NaN in the data takes the channel-major gathers, which keep it from taps of weight 0."""
+    r = rng(40 + deformable_group)
+    data, offsets, masks = deformable_inputs(1, 64, (16, 20), (3, 3), (16, 20), deformable_group, 3.0, r, True)
+    filt = (r.standard_normal((32, 64, 3, 3)) / 24).astype(np.float32)      # outputs of unit scale
+    params = [param(data.shape), param(offsets.shape), param(masks.shape)]
+    for pad in (False, True):
+        node = ops8.deformable_convolution(params[0], params[1], ops1.constant(filt), [1, 1], [1, 1], [1, 1],
+                                           [1, 1], mask=params[2], deformable_group=deformable_group,
+                                           bilinear_interpolation_pad=pad)
+        compare(ov.Model([node], params), [data, offsets, masks], tmp_path / str(pad))
+    # offsets on the grid with the bilinear pad: every sample's second neighbours weigh 0, and one
+    # of them is the NaN, which reaches only the outputs that weigh it
+    data[0, 5, 7, 9] = np.nan
+    got = next(iter(compare(ov.Model([node], params), [data, np.round(offsets), masks], tmp_path / "nan").values()))
+    assert 0 < np.isnan(got).sum() < got.size
+
+
 def test_deformable_convolution_f16_and_dynamic_filter(tmp_path):
     r = rng(8)
     data, offsets, masks = deformable_inputs(1, 4, (5, 6), (2, 2), (4, 5), 2, 1.0, r)

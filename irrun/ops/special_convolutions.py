@@ -60,6 +60,8 @@ def _deformable_columns(x, offsets, mask, kernel, geo: Geometry, pads_begin, gro
         scale = scale * mask.reshape(n, groups, taps, oh, ow)
     y_low, y_high, wy_low, wy_high = _deformable_neighbours(np.where(inside, y, 0), h, padded)
     x_low, x_high, wx_low, wx_high = _deformable_neighbours(np.where(inside, xs, 0), w, padded)
+    if np.isfinite(x).all():
+        return _gathered_channels_last(x, (y_low, y_high, wy_low, wy_high), (x_low, x_high, wx_low, wx_high), scale)
     maps = x.reshape(n, groups, 1, c // groups, h * w)
     columns = np.zeros((n, groups, c // groups, taps, oh, ow), np.float32)
     for yi, wy in ((y_low, wy_low), (y_high, wy_high)):
@@ -70,6 +72,30 @@ def _deformable_columns(x, offsets, mask, kernel, geo: Geometry, pads_begin, gro
             # A zero weight contributes nothing, even next to a NaN or inf.
             columns += np.where(weight[:, :, None] == 0, np.float32(0), weight[:, :, None] * values)
     return columns.reshape(n, c * taps, oh * ow)
+
+
+def _gathered_channels_last(x, rows, cols, scale) -> np.ndarray:
+    """`_deformable_columns` of a finite map: each neighbour's row of channels gathered from a
+    channels-last copy (contiguous), where the channel-major gather read a channel at a time, and
+    no guard for zero weights (a finite value times 0 is 0): the same sums in the same order
+    (64 channels at 32 x 32, 3 x 3: 15.5 -> 4.0-4.2 ms, OpenVINO 0.7-1.0)."""
+    n, c, h, w = x.shape
+    groups, taps, oh, ow = scale.shape[1:]
+    per_group = c // groups
+    maps = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).reshape(n, h * w, c)
+    columns = np.zeros((n, taps * oh * ow, c), np.float32)
+    y_low, y_high, wy_low, wy_high = rows
+    x_low, x_high, wx_low, wx_high = cols
+    for yi, wy in ((y_low, wy_low), (y_high, wy_high)):
+        for xi, wx in ((x_low, wx_low), (x_high, wx_high)):
+            weight = (wy * wx * scale).reshape(n, groups, -1, 1)                       # (N, DG, K * O, 1)
+            index = (yi * w + xi).reshape(n, groups, -1)
+            for b in range(n):
+                for g in range(groups):
+                    channels = slice(g * per_group, (g + 1) * per_group)
+                    columns[b, :, channels] += weight[b, g] * maps[b, index[b, g], channels]
+    # [N, K, O, C] -> [N, C * K, O], im2col's order
+    return columns.reshape(n, taps, oh * ow, c).transpose(0, 3, 1, 2).reshape(n, c * taps, oh * ow)
 
 
 @register("DeformableConvolution", 1, 8)
