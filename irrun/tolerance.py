@@ -78,7 +78,8 @@ class Tolerances:
 
     def options(self) -> str:
         """The command-line options that ask for these tolerances (empty for the defaults)."""
-        given = [f"--{name} {value:g}" for name, value in (("rtol", self.rtol), ("atol", self.atol)) if value is not None]
+        given = [f"--{name} {value:g}" for name, value in (("rtol", self.rtol), ("atol", self.atol))
+                 if value is not None]
         if self.relative_to != RELATIVE_TO[0]:
             given.append(f"--relative-to {self.relative_to}")
         return "".join(" " + g for g in given)

@@ -29,7 +29,8 @@ from .compare import tolerance_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--max-memory", type=str, default=None, metavar="SIZE", help="As for `irrun infer`.")
 @click.pass_context
-def reduce_command(ctx, model, inputs, reference, output, rtol, atol, relative_to, layer, max_layers, force, fmt, max_memory):
+def reduce_command(ctx, model, inputs, reference, output, rtol, atol, relative_to, layer, max_layers, force, fmt,
+                   max_memory):
     """Write the smallest IR that reproduces the first divergence of MODEL from REF.
 
     The diverging layer with its inputs as Parameters (grown backwards when the layer alone does
@@ -37,7 +38,8 @@ def reduce_command(ctx, model, inputs, reference, output, rtol, atol, relative_t
     Exit code 0: nothing diverges (nothing written); 1: reduced, or not reducible; 2: usage or input error.
     """
     try:
-        report = _reduce(model, inputs, reference, output, rtol, atol, relative_to, layer, max_layers, force, max_memory)
+        report = _reduce(model, inputs, reference, output, rtol, atol, relative_to, layer, max_layers, force,
+                         max_memory)
     except IrrunError as exc:
         exc.exit_code = 2       # any error is 2 here: 1 says that something diverges
         raise
@@ -54,6 +56,6 @@ def _reduce(model, inputs, reference, output, rtol, atol, relative_to, layer, ma
     m = load(model, max_memory=limit)
     require_inputs(m, inputs)
     files = [spec if Path(spec).exists() else spec.rpartition("=")[2] for spec in inputs]
-    return reduce(m, inputs_for(m, inputs), reference, output, rtol=rtol, atol=atol, relative_to=relative_to, layer=layer,
-                  max_layers=max_layers or DEFAULT_MAX_LAYERS, force=force, max_memory=limit, protected=files,
-                  progress=lambda text: click.echo(f"{text} ...", err=True))
+    return reduce(m, inputs_for(m, inputs), reference, output, rtol=rtol, atol=atol, relative_to=relative_to,
+                  layer=layer, max_layers=max_layers or DEFAULT_MAX_LAYERS, force=force, max_memory=limit,
+                  protected=files, progress=lambda text: click.echo(f"{text} ...", err=True))

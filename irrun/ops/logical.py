@@ -255,7 +255,8 @@ _BLEND_COST = 6
 def _blend(cond: np.ndarray, then: np.ndarray, other: np.ndarray, out: np.ndarray) -> None:
     """`then` where `cond`, else `other`, by their bits: and-ed with a mask of all ones or all zeros
     and or-ed, SIMD integer passes where np.where copies an element at a time (4 Mi float32 with a
-    0 else-value: 16 -> 2 ms; in cache 5x faster); NaNs and signed zeros keep their bits."""
+    0 else-value: 17.7 -> 3.1 ms in its profile; in cache 5x faster); NaNs and signed zeros keep
+    their bits."""
     bits = _SAME_SIZE_INTEGERS[out.dtype.itemsize]
     mask = cond.astype(bits)
     np.negative(mask, out=mask)                         # 1 -> all ones

@@ -58,17 +58,19 @@ def _nms_corners(boxes: np.ndarray, center: bool) -> np.ndarray:
                      _x86_max(b[..., 0], b[..., 2]), _x86_max(b[..., 1], b[..., 3])], axis=-1)
 
 
-def _iou(selected: np.ndarray, candidate: np.ndarray) -> np.ndarray:
-    """IoU of normalized boxes (..., 4), broadcast; f32, NaN when both areas are 0.
+def _iou(selected: np.ndarray, candidate: np.ndarray, area_s=None, area_c=None, lower=_x86_min,
+         upper=_x86_max) -> np.ndarray:
+    """IoU of normalized boxes (..., 4), broadcast; f32, NaN when both areas are 0.  `area_s` /
+    `area_c`: their areas when known; `lower` / `upper`: min and max (x86's by default).
 
     The operand order is the CPU plugin's: a NaN coordinate yields the candidate's."""
-    area_s = (selected[..., 2] - selected[..., 0]) * (selected[..., 3] - selected[..., 1])
-    area_c = (candidate[..., 2] - candidate[..., 0]) * (candidate[..., 3] - candidate[..., 1])
+    if area_s is None:
+        area_s = (selected[..., 2] - selected[..., 0]) * (selected[..., 3] - selected[..., 1])
+    if area_c is None:
+        area_c = (candidate[..., 2] - candidate[..., 0]) * (candidate[..., 3] - candidate[..., 1])
     zero = np.float32(0)
-    height = np.maximum(_x86_min(selected[..., 2], candidate[..., 2]) - _x86_max(selected[..., 0], candidate[..., 0]),
-                        zero)
-    width = np.maximum(_x86_min(selected[..., 3], candidate[..., 3]) - _x86_max(selected[..., 1], candidate[..., 1]),
-                       zero)
+    height = np.maximum(lower(selected[..., 2], candidate[..., 2]) - upper(selected[..., 0], candidate[..., 0]), zero)
+    width = np.maximum(lower(selected[..., 3], candidate[..., 3]) - upper(selected[..., 1], candidate[..., 1]), zero)
     inter = height * width
     with np.errstate(invalid="ignore", divide="ignore"):
         return inter / ((area_s + area_c) - inter)
@@ -86,13 +88,8 @@ class _PairwiseIoU:
         self.lower, self.upper = (np.minimum, np.maximum) if finite else (_x86_min, _x86_max)
 
     def __call__(self, kept: np.ndarray, rest: np.ndarray) -> np.ndarray:
-        s, c = self.boxes[kept][:, None], self.boxes[rest][None]
-        zero = np.float32(0)
-        height = np.maximum(self.lower(s[..., 2], c[..., 2]) - self.upper(s[..., 0], c[..., 0]), zero)
-        width = np.maximum(self.lower(s[..., 3], c[..., 3]) - self.upper(s[..., 1], c[..., 1]), zero)
-        inter = height * width
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return inter / ((self.areas[kept][:, None] + self.areas[rest][None]) - inter)
+        return _iou(self.boxes[kept][:, None], self.boxes[rest][None], self.areas[kept][:, None],
+                    self.areas[rest][None], self.lower, self.upper)
 
 
 def _hard_nms(iou: _PairwiseIoU, scores, limit, iou_threshold, score_threshold) -> tuple[np.ndarray, np.ndarray]:
