@@ -393,6 +393,18 @@ def test_gather_elements(data_shape, indices_shape, axis, index_type, tmp_path):
     run_one(tmp_path, lambda d, i: ops6.gather_elements(d, i, axis), [sample(data_shape), idx])
 
 
+@pytest.mark.parametrize("negative", [False, True], ids=["in-range", "negative"])
+def test_gather_elements_last_axis_large(negative, tmp_path):
+    """torch.gather along the last axis (a flat gather with the rows' starts), fewer and more indices
+    than the axis holds, negative ones counting from the end; and along a middle axis."""
+    data = sample([8, 64, 300])
+    for shape, axis in (([8, 64, 700], -1), ([8, 64, 40], 2), ([8, 90, 300], 1)):
+        idx = indices_for(shape, data.shape[axis], np.int64)
+        if not negative:
+            idx = np.where(idx < 0, idx + data.shape[axis], idx)
+        run_one(tmp_path / f"{axis}{shape[axis]}", lambda d, i: ops6.gather_elements(d, i, axis), [data, idx])
+
+
 def test_gather_elements_dynamic_shapes(tmp_path):
     run_one(tmp_path, lambda d, i: ops6.gather_elements(d, i, 0), [sample([3, 4]), indices_for([5, 4], 3)],
             dynamic=True)
