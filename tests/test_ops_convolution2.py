@@ -114,6 +114,29 @@ def test_deformable_convolution_larger_and_with_nan(deformable_group, tmp_path):
     assert 0 < np.isnan(got).sum() < got.size
 
 
+@pytest.mark.parametrize("taps, pads", [(31, (15, 15)), (7, (3, 3)), (9, (8, 0)), (15, (2, 5))],
+                         ids=["conformer", "convnext-1d", "causal", "uneven"])
+def test_depthwise_1d_long_kernels(taps, pads, tmp_path):
+    """A Conformer's depthwise 1-D convolution (and its BatchNorm and Swish): blocks of outputs against
+    a banded matrix of each channel's taps (ops/depthwise.py `_depthwise_toeplitz`); a NaN in the
+    data takes the tap kernels, where the band's zeros would spread it."""
+    from irrun.ops.convolution import Geometry
+    from irrun.ops.depthwise import _toeplitz_pays
+    r = rng(taps)
+    x = param([2, 64, 300])
+    filt = (r.standard_normal((64, 1, 1, taps)) / np.sqrt(taps)).astype(np.float32)
+    conv = ops1.group_convolution(x, ops1.constant(filt), [1], [pads[0]], [pads[1]], [1])
+    scaled = ops1.add(ops1.multiply(conv, ops1.constant(r.uniform(0.5, 2, (1, 64, 1)).astype(np.float32))),
+                      ops1.constant(r.standard_normal((1, 64, 1)).astype(np.float32)))
+    out = ops1.multiply(scaled, ops1.sigmoid(scaled))
+    data = r.standard_normal((2, 64, 300)).astype(np.float32)
+    compare(ov.Model([out], [x]), [data], tmp_path)
+    assert _toeplitz_pays(filt.shape, Geometry((1,), (1,), pads[:1], pads[1:], (0,), "explicit"))
+    data[1, 7, 150] = np.nan
+    got = next(iter(compare(ov.Model([out], [x]), [data], tmp_path / "nan").values()))
+    assert np.isnan(got[1, 7]).sum() == taps and not np.isnan(got[0]).any()
+
+
 def test_deformable_convolution_f16_and_dynamic_filter(tmp_path):
     r = rng(8)
     data, offsets, masks = deformable_inputs(1, 4, (5, 6), (2, 2), (4, 5), 2, 1.0, r)

@@ -147,6 +147,8 @@ def windows_filter(w: np.ndarray) -> np.ndarray:
 def depthwise(x, w, geo: Geometry, whole, counts, bound: LaidOut | None = None) -> np.ndarray:
     """x [N, G, S...] with a filter [G, Og, 1, K...] -> [N, G, Og, O...] (`whole`: the padded
     range of each spatial axis; `bound`: `layout_of(w, geo, counts)` where made already)."""
+    if _toeplitz_pays(w.shape, geo) and x.dtype == np.float32 and np.isfinite(x).all():
+        return _depthwise_toeplitz(zero_extended(x, whole), w, counts[0])
     inside = _inside_outputs(x, w.shape, geo, whole, counts)
     if inside is not None:
         return _depthwise_inside(x, w, geo, whole, counts, inside, None if bound is None else bound.windows)
@@ -156,6 +158,43 @@ def depthwise(x, w, geo: Geometry, whole, counts, bound: LaidOut | None = None) 
     if w.shape[0] * w.shape[1] >= DEPTHWISE_EINSUM_CHANNELS:
         return _depthwise_einsum(_channels_last(x, whole), w, geo, counts, None if bound is None else bound.windows)
     return _depthwise_taps(zero_extended(x, whole), w, geo, counts)
+
+
+# A 1-D depthwise layer of one output per channel, stride 1, with at least this many taps (a
+# Conformer's 31, a 1-D ConvNeXt's 7) takes `_depthwise_toeplitz`, its outputs TOEPLITZ_BLOCK at a time
+TOEPLITZ_MIN_TAPS = 7
+TOEPLITZ_BLOCK = 32
+
+
+def _toeplitz_pays(filter_shape, geo: Geometry) -> bool:
+    groups, og, cg, *kernel = filter_shape
+    return len(kernel) == 1 and og == 1 and cg == 1 and kernel[0] >= TOEPLITZ_MIN_TAPS \
+        and geo.strides[0] == 1 and geo.dilations[0] == 1
+
+
+def _depthwise_toeplitz(xp: np.ndarray, w: np.ndarray, outputs: int) -> np.ndarray:
+    """A 1-D depthwise convolution as one batched product: each channel's outputs in blocks of B, a
+    block reading B + K - 1 inputs against a banded [B + K - 1, B] matrix of the channel's taps
+    (made per call: 2 MiB for 256 channels of 31 taps), so that BLAS keeps the sums in registers
+    where a pass per tap went through memory (a Conformer's 256 channels x 1000, 31 taps: 1.6 ->
+    0.4 ms; OpenVINO 0.4-0.6).  Finite data only: the band's zeros times an infinity would be NaN.
+    xp [N, C, L + K - 1] (zero-extended) -> [N, C, 1, outputs]."""
+    n, channels, _ = xp.shape
+    taps = w.shape[-1]
+    block = TOEPLITZ_BLOCK
+    blocks = -(-outputs // block)
+    band = np.zeros((channels, block + taps - 1, block), xp.dtype)
+    weights = w.reshape(channels, taps)
+    for j in range(block):
+        band[:, j:j + taps, j] = weights
+    span = blocks * block + taps - 1
+    data = np.zeros((n, channels, span), band.dtype)
+    data[..., :min(span, xp.shape[-1])] = xp[..., :span]
+    item = data.itemsize
+    windows = np.lib.stride_tricks.as_strided(data, (n, channels, blocks, block + taps - 1),
+                                              (data.strides[0], data.strides[1], block * item, item))
+    out = np.matmul(np.ascontiguousarray(windows), band).reshape(n, channels, blocks * block)
+    return np.ascontiguousarray(out[..., :outputs]).reshape(n, channels, 1, outputs)
 
 
 def _channels_last(x: np.ndarray, region) -> np.ndarray:
