@@ -1,8 +1,10 @@
 """Depthwise convolution (one input channel per group), the kernels `convolution` takes for it.
 
-NumPy has no multiply-add that keeps a sum in registers across taps, so every kernel here adds
+NumPy has no multiply-add that keeps a sum in registers across taps, so most kernels here add
 one tap's products at a time into an accumulator; what differs is how long the loops NumPy runs
-are, and so how much of the time is NumPy's per-loop overhead:
+are, and so how much of the time is NumPy's per-loop overhead.  The exception is
+`_depthwise_toeplitz` (1-D, stride 1, TOEPLITZ_MIN_TAPS taps or more: a Conformer's 31), which
+hands the sums to BLAS as products of blocks of outputs by a banded matrix of each channel's taps.
 
 * `_depthwise_rows` (one output per channel, up to DEPTHWISE_ROWS_CHANNELS channels, and more at
   stride 1 while its filter, repeated along an output row, stays within ROWS_FILTER_ELEMENTS):
