@@ -97,11 +97,11 @@ def measure(actual: np.ndarray, reference: np.ndarray, tol: Tolerance | None) ->
     with np.errstate(invalid="ignore"):     # inf - inf: NaN, and counted by `same` below
         diff = np.abs(a - r)
     same = (a == r) | (a_nan & r_nan)
-    ok = same if tol is None else same | tol.within(diff, r)
+    out["reference_max"] = largest_magnitude(r)
+    ok = same if tol is None else same | tol.within(diff, r, out["reference_max"])
     finite = np.isfinite(a) & np.isfinite(r)
     d = diff[finite]
     out["max_abs"] = float(d.max()) if d.size else 0.0
-    out["reference_max"] = largest_magnitude(r)
     nonzero = finite & (r != 0)
     rel = diff[nonzero] / np.abs(r[nonzero])
     out["max_rel"] = float(rel.max()) if rel.size else (0.0 if out["max_abs"] == 0 else math.inf)

@@ -45,12 +45,13 @@ class Tolerance:
         times = "largest |reference|" if scale is None else f"{scale:.3g} (largest |reference|)"
         return f"atol {self.atol:g} + rtol {self.rtol:g} x {times}"
 
-    def within(self, diff: np.ndarray, reference: np.ndarray) -> np.ndarray:
-        """Which elements of `|actual - reference|` (`diff`) the tolerance admits."""
+    def within(self, diff: np.ndarray, reference: np.ndarray, largest: float | None = None) -> np.ndarray:
+        """Which elements of `|actual - reference|` (`diff`) the tolerance admits (`largest`: the
+        reference's `largest_magnitude`, where known already)."""
         if self.relative_to == "element":
             scale = np.abs(reference)
         else:
-            scale = largest_magnitude(reference)
+            scale = largest_magnitude(reference) if largest is None else largest
         with np.errstate(invalid="ignore"):     # NaN differences are no agreement; `diff` says so
             return diff <= self.atol + self.rtol * scale
 

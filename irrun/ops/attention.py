@@ -137,10 +137,10 @@ class ScaledDotProductAttention(Op):
         else:
             scale = scale.astype(compute).reshape(())
         rows, cols = q.shape[-2], k.shape[-2]
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
-                                    () if mask is None or self.attrs.causal else mask.shape[:-2])
-        if self.attrs.causal and prod(batch) * rows * cols >= 4 * BLOCK_SCORES and rows > 1 and np.isfinite(v).all():
-            return np.asarray(self._by_row_blocks(q * scale, k, v, batch, compute), dtype=dtype)
+        if self.attrs.causal and rows > 1:          # (a decoding step's one row: none of this)
+            batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])    # (causal: no mask)
+            if prod(batch) * rows * cols >= 4 * BLOCK_SCORES and np.isfinite(v).all():
+                return np.asarray(self._by_row_blocks(q * scale, k, v, batch, compute), dtype=dtype)
         scores = (q * scale) @ np.swapaxes(k, -1, -2)
         if self.attrs.causal:
             rows, cols = scores.shape[-2:]

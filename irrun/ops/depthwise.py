@@ -150,7 +150,8 @@ def depthwise(x, w, geo: Geometry, whole, counts, bound: LaidOut | None = None) 
     """x [N, G, S...] with a filter [G, Og, 1, K...] -> [N, G, Og, O...] (`whole`: the padded
     range of each spatial axis; `bound`: `layout_of(w, geo, counts)` where made already)."""
     if _toeplitz_pays(w.shape, geo) and x.dtype == np.float32 and np.isfinite(x).all():
-        return _depthwise_toeplitz(zero_extended(x, whole), w, counts[0])
+        span = -(-counts[0] // TOEPLITZ_BLOCK) * TOEPLITZ_BLOCK + w.shape[-1] - 1     # whole blocks of outputs
+        return _depthwise_toeplitz(zero_extended(x, [(whole[0][0], whole[0][0] + span)]), w, counts[0])
     inside = _inside_outputs(x, w.shape, geo, whole, counts)
     if inside is not None:
         return _depthwise_inside(x, w, geo, whole, counts, inside, None if bound is None else bound.windows)
@@ -180,7 +181,7 @@ def _depthwise_toeplitz(xp: np.ndarray, w: np.ndarray, outputs: int) -> np.ndarr
     (made per call: 2 MiB for 256 channels of 31 taps), so that BLAS keeps the sums in registers
     where a pass per tap went through memory (a Conformer's 256 channels x 1000, 31 taps: 1.6 ->
     0.4 ms; OpenVINO 0.4-0.6).  Finite data only: the band's zeros times an infinity would be NaN.
-    xp [N, C, L + K - 1] (zero-extended) -> [N, C, 1, outputs]."""
+    xp [N, C, blocks * B + K - 1] (zero-extended to whole blocks) -> [N, C, 1, outputs]."""
     n, channels, _ = xp.shape
     taps = w.shape[-1]
     block = TOEPLITZ_BLOCK
@@ -189,12 +190,9 @@ def _depthwise_toeplitz(xp: np.ndarray, w: np.ndarray, outputs: int) -> np.ndarr
     weights = w.reshape(channels, taps)
     for j in range(block):
         band[:, j:j + taps, j] = weights
-    span = blocks * block + taps - 1
-    data = np.zeros((n, channels, span), band.dtype)
-    data[..., :min(span, xp.shape[-1])] = xp[..., :span]
-    item = data.itemsize
-    windows = np.lib.stride_tricks.as_strided(data, (n, channels, blocks, block + taps - 1),
-                                              (data.strides[0], data.strides[1], block * item, item))
+    step = xp.strides[2]
+    windows = np.lib.stride_tricks.as_strided(xp, (n, channels, blocks, block + taps - 1),
+                                              (xp.strides[0], xp.strides[1], block * step, step))
     out = np.matmul(np.ascontiguousarray(windows), band).reshape(n, channels, blocks * block)
     return np.ascontiguousarray(out[..., :outputs]).reshape(n, channels, 1, outputs)
 
