@@ -30,6 +30,9 @@ says where OpenVINO rounds).  On the steps left, `rewrite` makes:
   that one works channels-last (see `_channels_last_into_depthwise`): the same GEMM run
   transposed, which OpenBLAS's kernels for small products may round in the last bit otherwise
   (every other rewrite here gives the bits of optimize=False).
+* **Grouped-query attention over its own keys and values** (irrun/grouped_attention.py): the
+  Unsqueeze -> Broadcast -> Reshape that repeat a key or value head for the query heads sharing
+  it, and the attention reading them, become one step that reads the shared heads in place.
 * **KV caches grown in place** (irrun/kv_caches.py): ReadValue -> [Gather(beam_idx)] -> Concat
   -> [Slice] -> Assign keeps the variable in a buffer with room to grow; each step writes the
   new tokens after the old ones instead of copying the whole cache twice (a Slice dropping
@@ -61,6 +64,7 @@ import numpy as np
 from . import threads
 from .analysis import SINK_TYPES, Node
 from .errors import IrrunError
+from .grouped_attention import fuse_grouped_attention
 from .kv_caches import grow_kv_caches_in_place
 from .ops.matrix import one_row_reads_out_in, runs_weight_first
 from .shapes import is_static
@@ -170,10 +174,11 @@ def _head_ok(step) -> bool:
 # ---------------------------------------------------------------- finding chains
 
 def rewrite(plan, steps: list, keep: frozenset) -> list:
-    """The steps with every chain fused (none hiding an output of a layer in `keep`), 1x1
-    convolutions writing channels-last for the depthwise ones they feed, and KV caches grown in
-    place."""
-    steps = _fuse_chains(plan, _pools_first(plan, sibling_steps(plan, steps), keep), keep)
+    """The steps with grouped-query attention over its unexpanded keys and values, every chain
+    fused (none hiding an output of a layer in `keep`), 1x1 convolutions writing channels-last for
+    the depthwise ones they feed, and KV caches grown in place."""
+    steps = fuse_grouped_attention(plan, sibling_steps(plan, steps), _pinned(plan, steps, keep))
+    steps = _fuse_chains(plan, _pools_first(plan, steps, keep), keep)
     _channels_last_into_depthwise(plan, steps)
     return grow_kv_caches_in_place(plan, steps)
 

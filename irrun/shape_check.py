@@ -72,11 +72,15 @@ class StepCheck:
                                    for t in (plan.analysis.type_of(src) for src in node.inputs)))
         op = step.op
         self.bindable = op is node.op and hasattr(op, "bind") and not step.members and not op.run_replaced()
-        # the op's rule for concrete shapes (`Op.quick_shapes`), where the outputs' types are known
-        out_types = list(node.types[:len(step.outputs)]) if node.types else [None]
+        # the op's rule for concrete shapes (`Op.quick_shapes`; a fused step's own, where its op has
+        # one, for the last layer's outputs), where the outputs' types are known
+        own = getattr(op, "quick_shapes", None) if step.members else None
+        last = step.members[-1] if own is not None else node
+        out_types = list(last.types[:len(step.outputs)]) if last.types else [None]
         self.out_etypes = tuple(t.etype for t in out_types if t is not None and t.etype.carrier is not None)
-        self.quick = node.op.quick_shapes if not step.members and len(self.out_etypes) == len(out_types) \
+        rule = own if own is not None else node.op.quick_shapes if not step.members \
             and type(node.op).quick_shapes is not Op.quick_shapes else None
+        self.quick = rule if len(self.out_etypes) == len(out_types) else None
         self.out_itemsizes = tuple(e.carrier.itemsize for e in self.out_etypes)
 
     def __call__(self, args) -> None:
