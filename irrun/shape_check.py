@@ -56,7 +56,7 @@ class StepCheck:
     """The run-time check of one step: inference again on the actual inputs, memoised; and the
     step's kernel bound again for input shapes that recur (`kernel_for`)."""
 
-    __slots__ = ("plan", "step", "memo", "kind", "bindable", "quick", "out_etypes", "out_itemsizes")
+    __slots__ = ("plan", "step", "memo", "kind", "bindable", "quick", "out_etypes", "out_itemsizes", "constant")
 
     def __init__(self, plan, step):
         self.plan, self.step = plan, step
@@ -82,6 +82,9 @@ class StepCheck:
             and type(node.op).quick_shapes is not Op.quick_shapes else None
         self.quick = rule if len(self.out_etypes) == len(out_types) else None
         self.out_itemsizes = tuple(e.carrier.itemsize for e in self.out_etypes)
+        # inputs that are the plan's constants: the same at every call, so never compared again
+        # (a norm's axes, an exponent: 1 us a check of a decoding step's steps whose shapes recur)
+        self.constant = frozenset(i for i, s in enumerate(step.inputs) if s in plan.constants)
 
     def __call__(self, args) -> None:
         self.kernel_for(args)
@@ -107,12 +110,12 @@ class StepCheck:
                 for shape, size in zip(out, self.out_itemsizes):
                     if prod(shape) * size > limit:
                         self.plan._check_size(self.step.node, prod(shape) * size, shape)
-                self.memo = (shapes, read, tuple([args[i].tobytes() for i in read]) if read else (), out, None)
+                self._remember(shapes, read, args, out)
                 return self.step.kernel
         if self.kind is not None:
             for read, values, types in self.plan.checked_kinds.get((self.kind, shapes), ()):
                 if all(args[i].tobytes() == v for i, v in zip(read, values)):
-                    self.memo = (shapes, read, values, types, None)
+                    self._remember(shapes, read, args, types)
                     return self.step.kernel
         self._infer(args, shapes)
         return self.step.kernel
@@ -133,14 +136,19 @@ class StepCheck:
         read = tuple(sorted(set(reads)))
         values = tuple(args[i].tobytes() for i in read)
         types = tuple(types)
-        self.memo = (shapes, read, values, types, None)
-        if self.kind is not None:
+        self._remember(shapes, read, args, types)
+        if self.kind is not None:       # (every value read: another step of the kind has other constants)
             known = plan.checked_kinds
             if len(known) > KINDS_KEPT:
                 known.clear()
             entries = known.setdefault((self.kind, shapes), [])
             if len(entries) < VALUES_KEPT:
                 entries.append((read, values, types))
+
+    def _remember(self, shapes: tuple, read: tuple, args, outputs: tuple) -> None:
+        """The memo of a check passed: the values it read but the constants, to compare next time."""
+        read = tuple(i for i in read if i not in self.constant)
+        self.memo = (shapes, read, tuple([args[i].tobytes() for i in read]) if read else (), outputs, None)
 
     def _bind(self, args, outputs: tuple) -> Callable | None:
         """The op's kernel bound for these inputs (static shapes; constants as at load); `outputs`:

@@ -438,3 +438,14 @@ def test_reduce_extremum_over_a_short_middle_axis(dtype, keep, tmp_path, monkeyp
         expected = ufunc.reduce(wide, axis=2, keepdims=keep, initial=start).astype(dtype)
         assert actual.dtype == dtype
         np.testing.assert_array_equal(actual, expected)
+
+
+def test_reduce_prod_wraps_in_its_own_type_inside_the_graph(tmp_path):
+    """A product of a shape (a decoding step's ReduceProd of ShapeOf) stays in its type between
+    layers: 65536 * 65536 wraps to 0 in i32, which the Greater after it sees.  oracle="reference":
+    the CPU plugin computes i32 products in f32 (specs/errata/reduction.md)."""
+    x = param([2], np.int32)
+    product = ops1.reduce_prod(x, const([0]), False)
+    m = model([ops1.greater(product, ops1.constant(np.array(0, np.int32))), ops1.reduce_prod(x, const([0]), True)], [x])
+    got = compare(m, [np.array([65536, 65536], np.int32)], tmp_path, oracle="reference")
+    assert list(got.values())[0].tolist() is False

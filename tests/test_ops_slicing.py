@@ -677,6 +677,30 @@ def test_broadcast_to_a_runtime_shape(tmp_path):
     assert [format_shape(o.shape) for o in irrun.load(save(m, tmp_path)).outputs][:2] == expected == ["[?,?,4]"] * 2
 
 
+@pytest.mark.parametrize("mode,shape,target", [
+    ("numpy", [3, 1], [2, 3, 4]), ("numpy", [1, 2, 1, 5, 16], [1, 2, 4, 5, 16]), ("numpy", [], [2, 0, 3]),
+    ("numpy", [2, 3], [2, 3]), ("bidirectional", [3, 1], [2, 1, 4]), ("bidirectional", [4, 1, 5], [3, 1]),
+], ids=str)
+def test_broadcast_to_targets_that_change_at_each_call(mode, shape, target, tmp_path):
+    """Two inputs, the target one of them (a decoding step's targets follow its cache): the bound
+    kernel reads it at every call."""
+    x, t = param(shape), param([len(target)], np.int64, "t")
+    m = model([ops3.broadcast(x, t, broadcast_spec=mode.upper())], [x, t])
+    compare(m, [sample(shape), np.array(target, np.int64)], tmp_path)
+
+
+def test_a_numpy_broadcast_to_a_target_the_data_does_not_fit_fails_at_its_layer(tmp_path):
+    """numpy mode broadcasts one way: data [3, 1] to [1, 4] is refused (by OpenVINO too), not
+    broadcast both ways."""
+    x, t = param([3, 1]), param([2], np.int64, "t")
+    xml = save(model([ops3.broadcast(x, t, broadcast_spec="NUMPY")], [x, t]), tmp_path)
+    inputs = [sample([3, 1]), np.array([1, 4], np.int64)]
+    with pytest.raises(RuntimeError):
+        run_openvino(xml, inputs)
+    with pytest.raises(irrun.IrrunError, match="Broadcast"):
+        irrun.load(xml).infer(inputs)
+
+
 def test_broadcast_is_a_view():
     x = np.arange(3, dtype=np.float32)
     out = irrun_op("Broadcast", 3, {"mode": "numpy"}).run(x, np.array([4, 3]))
