@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 import numpy as np
 
+from .layer_groups import LayerGroup, Wiring, group_step, with_groups
 from .ops.attention import BLOCK_SCORES
 
 _EXPAND = ("Unsqueeze", "Broadcast", "Reshape")
@@ -33,72 +34,40 @@ _EXPAND = ("Unsqueeze", "Broadcast", "Reshape")
 def fuse_grouped_attention(plan, steps: list, pinned: set[int]) -> list:
     """`steps` with each ScaledDotProductAttention whose keys and values are expanded by head
     group run as one step (`GroupedAttention`)."""
-    producer = {s: k for k, step in enumerate(steps) for s in step.outputs}
-    readers: dict[int, int] = {}
-    for step in steps:
-        for s in step.inputs:
-            readers[s] = readers.get(s, 0) + 1
-    fused, taken = {}, set()
+    wiring = Wiring(plan, steps, pinned)
+    groups, taken = {}, set()
     for k, step in enumerate(steps):
-        if not _plain(step, "ScaledDotProductAttention") or len(step.inputs) < 3:
+        if not wiring.plain(k, "ScaledDotProductAttention") or len(step.inputs) < 3:
             continue
-        chains = [_expansion(plan, steps, producer, readers, pinned, step.inputs[i]) for i in (1, 2)]
+        chains = [_expansion(wiring, step.inputs[i]) for i in (1, 2)]
         if None in chains:
             continue
         members = chains[0] + chains[1] + [k]
         if taken.intersection(members):
             continue
         taken.update(members)
-        fused[k] = _grouped_step(plan, steps, members)
-    if not fused:
-        return steps
-    return [fused[k] if k in fused else step for k, step in enumerate(steps) if k not in taken or k in fused]
+        groups[k] = group_step(plan, steps, members, lambda *a: GroupedAttention(plan, *a))
+    return with_groups(steps, groups, taken)
 
 
-def _plain(step, op_type: str) -> bool:
-    """`step` runs one layer of `op_type` as the layer itself."""
-    return (step.node.layer.op_type == op_type and not step.members and step.op is step.node.op
-            and not step.op.run_replaced() and len(step.inputs) == len(step.node.inputs) and len(step.outputs) == 1)
-
-
-def _expansion(plan, steps, producer, readers, pinned, slot) -> list[int] | None:
+def _expansion(wiring: Wiring, slot: int) -> list[int] | None:
     """The steps [Unsqueeze, Broadcast, Reshape] making `slot` from a 4-D key or value, each
     output read by the next alone, or None."""
     found = []
     for op_type in reversed(_EXPAND):
-        k = producer.get(slot)
-        if k is None or slot in pinned or readers.get(slot) != 1 or not _plain(steps[k], op_type) \
-                or len(steps[k].inputs) != 2:
+        k = wiring.made_by(slot, op_type, 2)
+        if k is None:
             return None
         found.append(k)
-        slot = steps[k].inputs[0]
-    unsqueeze, broadcast, _ = (steps[k] for k in found[::-1])
-    axes = plan.constants.get(unsqueeze.inputs[1])
-    data = plan.analysis.type_of(unsqueeze.node.inputs[0])
+        slot = wiring.steps[k].inputs[0]
+    unsqueeze, broadcast, _ = (wiring.steps[k] for k in found[::-1])
+    axes = wiring.plan.constants.get(unsqueeze.inputs[1])
+    data = wiring.plan.analysis.type_of(unsqueeze.node.inputs[0])
     if axes is None or np.size(axes) != 1 or int(np.asarray(axes).reshape(-1)[0]) not in (2, -3) \
             or data is None or data.rank != 4 or data.etype.name not in ("f32", "f64") \
             or broadcast.op.mode(2) not in ("numpy", "bidirectional"):
         return None
     return found[::-1]
-
-
-def _grouped_step(plan, steps: list, members: list[int]):
-    """The fused step: inputs in the members' order (the first layer's first: a run-time check of
-    shapes infers the first layer), the attention's query, mask and scale last."""
-    inputs, types_in, wiring = [], [], []
-    for k in members:
-        step = steps[k]
-        wiring.append((list(step.inputs), step.outputs[0]))
-        made = {w for _, w in wiring}
-        for s, src in zip(step.inputs, step.node.inputs):
-            if s not in made and s not in inputs:
-                inputs.append(s)
-                types_in.append(plan.analysis.type_of(src))
-    first, last = steps[members[0]], steps[members[-1]]
-    nodes = tuple(steps[k].node for k in members)
-    op = GroupedAttention(plan, nodes, wiring, inputs)
-    return replace(first, op=op, inputs=inputs, outputs=list(last.outputs), free=[], out_nbytes=list(last.out_nbytes),
-                   position=last.position, members=nodes, types_in=types_in, key_name=last.key_name)
 
 
 def _merged_heads(pattern: list, expanded: tuple, special_zero: bool) -> bool:
@@ -115,30 +84,21 @@ def _merged_heads(pattern: list, expanded: tuple, special_zero: bool) -> bool:
     return True
 
 
-class GroupedAttention:
+class GroupedAttention(LayerGroup):
     """The op of a fused grouped-query attention step (see the module docstring)."""
 
-    outputs_are_new = True
-    foldable = False
-    head = False
-
     def __init__(self, plan, nodes: tuple, wiring: list, inputs: list[int]):
-        self.plan, self.nodes, self.wiring, self.inputs = plan, nodes, wiring, inputs
-        attention = nodes[-1]
-        self.causal = bool(attention.op.attrs.causal)
+        super().__init__(plan, nodes, wiring, inputs)
+        self.causal = bool(nodes[-1].op.attrs.causal)
         self.special_zero = (bool(nodes[2].op.attrs.special_zero), bool(nodes[5].op.attrs.special_zero))
         # where each of the kernel's operands is among the step's inputs
-        position = {s: i for i, s in enumerate(inputs)}
-        reads = [r for r, _ in wiring]
+        position, reads = self.position, [r for r, _ in wiring]
         self.at_key, self.at_key_target, self.at_key_shape = \
             position[reads[0][0]], position[reads[1][1]], position[reads[2][1]]
         self.at_value, self.at_value_target, self.at_value_shape = \
             position[reads[3][0]], position[reads[4][1]], position[reads[5][1]]
         self.at_query = position[reads[6][0]]
         self.at_extra = [position[s] for s in reads[6][3:]]     # mask, scale
-
-    def run_replaced(self) -> bool:
-        return False
 
     def quick_shapes(self, args):
         """The attention's output [B, H, L, Ev] for 4-D inputs whose dims agree (irrun/shape_check.py;
@@ -152,19 +112,7 @@ class GroupedAttention:
             return None         # (a mask of more rows widens the output: the layers' own checks)
         return (query.shape[:3] + value.shape[3:],), ()
 
-    def run(self, *args):
-        return self.bind(None)(*args)
-
-    def bind(self, info):
-        attend = self._attend
-        by_layers = self._layer_by_layer
-
-        def grouped_attention(*args):
-            out = attend(args)
-            return by_layers(args) if out is None else out
-        return grouped_attention
-
-    def _attend(self, args):
+    def fast(self, args):
         """The attention over the unexpanded keys and values, or None where the pattern does not
         hold for these inputs."""
         key, value, query = args[self.at_key], args[self.at_value], args[self.at_query]
@@ -225,17 +173,3 @@ class GroupedAttention:
         if m.dtype == np.bool_:
             return np.where(m, np.float32(0), np.float32(-np.inf))
         return m if m.dtype.kind == "f" else None
-
-    def _layer_by_layer(self, args):
-        """The layers one by one, each answering (or failing) as it would on its own."""
-        plan = self.plan
-        values = dict(zip(self.inputs, args))
-        out = None
-        for node, (read, written) in zip(self.nodes, self.wiring):
-            operands = [values[s] if s in values else plan.constants.get(s) for s in read]
-            try:
-                out = node.op.run(*operands)
-            except Exception as exc:   # noqa: BLE001 - reported at the layer that failed
-                raise plan._located(node, exc, operands) from None
-            out = values[written] = out[0] if isinstance(out, (tuple, list)) else out
-        return out

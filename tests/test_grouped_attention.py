@@ -130,8 +130,8 @@ def test_the_layers_run_one_by_one_where_the_inputs_are_not_the_pattern(tmp_path
     """A mask whose rows widen a one-row query's output, a kv head broadcast to two before the
     groups: the fused step's check declines and the layers give OpenVINO's values."""
     declined = []
-    attend = GroupedAttention._attend
-    monkeypatch.setattr(GroupedAttention, "_attend", lambda self, args: declined.append(attend(self, args)) or
+    attend = GroupedAttention.fast
+    monkeypatch.setattr(GroupedAttention, "fast", lambda self, args: declined.append(attend(self, args)) or
                         declined[-1])
     xml = save(_model((1, 8, 1, 16), (1, 2, -1, 16), mask=((1, 1, 3, -1), np.float32)), tmp_path / "rows.xml")
     _check(xml, _feeds((1, 8, 1, 16), (1, 2, -1, 16), 9, ((1, 1, 3, -1), np.float32)))
