@@ -33,6 +33,8 @@ says where OpenVINO rounds).  On the steps left, `rewrite` makes:
 * **Grouped-query attention over its own keys and values** (irrun/grouped_attention.py): the
   Unsqueeze -> Broadcast -> Reshape that repeat a key or value head for the query heads sharing
   it, and the attention reading them, become one step that reads the shared heads in place.
+* **Rotary embeddings as one step** (irrun/rotary_embedding.py): Hugging Face's
+  x cos + rotate_half(x) sin, seven layers as PyTorch's frontend writes it (the same bits).
 * **KV caches grown in place** (irrun/kv_caches.py): ReadValue -> [Gather(beam_idx)] -> Concat
   -> [Slice] -> Assign keeps the variable in a buffer with room to grow; each step writes the
   new tokens after the old ones instead of copying the whole cache twice (a Slice dropping
@@ -67,6 +69,7 @@ from .errors import IrrunError
 from .grouped_attention import fuse_grouped_attention
 from .kv_caches import grow_kv_caches_in_place
 from .ops.matrix import one_row_reads_out_in, runs_weight_first
+from .rotary_embedding import fuse_rotary_embeddings
 from .shapes import is_static
 from .sibling_products import sibling_steps
 from .watch import Produced
@@ -174,10 +177,11 @@ def _head_ok(step) -> bool:
 # ---------------------------------------------------------------- finding chains
 
 def rewrite(plan, steps: list, keep: frozenset) -> list:
-    """The steps with grouped-query attention over its unexpanded keys and values, every chain
-    fused (none hiding an output of a layer in `keep`), 1x1 convolutions writing channels-last for
+    """The steps with grouped-query attention over its unexpanded keys and values, rotary
+    embeddings as one step each, every chain fused (none hiding an output of a layer in `keep`), 1x1 convolutions writing channels-last for
     the depthwise ones they feed, and KV caches grown in place."""
-    steps = fuse_grouped_attention(plan, sibling_steps(plan, steps), _pinned(plan, steps, keep))
+    pinned = _pinned(plan, steps, keep)
+    steps = fuse_rotary_embeddings(plan, fuse_grouped_attention(plan, sibling_steps(plan, steps), pinned), pinned)
     steps = _fuse_chains(plan, _pools_first(plan, steps, keep), keep)
     _channels_last_into_depthwise(plan, steps)
     return grow_kv_caches_in_place(plan, steps)
