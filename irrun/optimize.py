@@ -35,6 +35,8 @@ says where OpenVINO rounds).  On the steps left, `rewrite` makes:
   it, and the attention reading them, become one step that reads the shared heads in place.
 * **Rotary embeddings as one step** (irrun/rotary_embedding.py): Hugging Face's
   x cos + rotate_half(x) sin, seven layers as PyTorch's frontend writes it (the same bits).
+* **RMS norms as one step** (irrun/rms_norm.py): Power, ReduceMean, Add, Sqrt, Divide and the
+  Multiplies that PyTorch's frontend writes for x rsqrt(mean(x^2) + eps) w (the same bits).
 * **KV caches grown in place** (irrun/kv_caches.py): ReadValue -> [Gather(beam_idx)] -> Concat
   -> [Slice] -> Assign keeps the variable in a buffer with room to grow; each step writes the
   new tokens after the old ones instead of copying the whole cache twice (a Slice dropping
@@ -69,6 +71,7 @@ from .errors import IrrunError
 from .grouped_attention import fuse_grouped_attention
 from .kv_caches import grow_kv_caches_in_place
 from .ops.matrix import one_row_reads_out_in, runs_weight_first
+from .rms_norm import fuse_rms_norms
 from .rotary_embedding import fuse_rotary_embeddings
 from .shapes import is_static
 from .sibling_products import sibling_steps
@@ -178,10 +181,12 @@ def _head_ok(step) -> bool:
 
 def rewrite(plan, steps: list, keep: frozenset) -> list:
     """The steps with grouped-query attention over its unexpanded keys and values, rotary
-    embeddings as one step each, every chain fused (none hiding an output of a layer in `keep`), 1x1 convolutions writing channels-last for
-    the depthwise ones they feed, and KV caches grown in place."""
+    embeddings and RMS norms as one step each, every chain fused (none hiding an output of a layer
+    in `keep`), 1x1 convolutions writing channels-last for the depthwise ones they feed, and KV
+    caches grown in place."""
     pinned = _pinned(plan, steps, keep)
-    steps = fuse_rotary_embeddings(plan, fuse_grouped_attention(plan, sibling_steps(plan, steps), pinned), pinned)
+    steps = fuse_grouped_attention(plan, sibling_steps(plan, steps), pinned)
+    steps = fuse_rms_norms(plan, fuse_rotary_embeddings(plan, steps, pinned), pinned)
     steps = _fuse_chains(plan, _pools_first(plan, steps, keep), keep)
     _channels_last_into_depthwise(plan, steps)
     return grow_kv_caches_in_place(plan, steps)
@@ -477,7 +482,8 @@ def _fused_step(plan, steps: list, members: list[int], stages: list[Stage], head
     if not head:
         stages[0].side = 1 - stages[0].data if stages[0].kind == "binary" else None
     last = steps[members[-1]]
-    nodes = tuple(steps[k].node for k in members)
+    # (a head that runs several layers itself, irrun/layer_groups.py's, brings them all)
+    nodes = (first.members or (first.node,)) + tuple(steps[k].node for k in members[1:])
     op = FusedChain(plan, first, nodes, stages, head, inputs)
     return replace(first, op=op, inputs=inputs, outputs=list(last.outputs), free=[], out_nbytes=list(last.out_nbytes),
                    position=last.position, members=nodes, types_in=types_in, key_name=last.key_name)

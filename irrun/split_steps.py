@@ -341,6 +341,8 @@ def _split_step(plan, k: int, step) -> Split | None:
     if len(step.outputs) != 1 or info.outputs[0] is None or getattr(_layer_step(step).op, "whole_only", False):
         return None
     op = step.op
+    if step.members and (not isinstance(op, FusedChain) or op.head_step.members):
+        return None     # (several layers run by a kernel of their own, irrun/layer_groups.py: whole)
     final = op.nodes[-1].types[0] if isinstance(op, FusedChain) else info.outputs[0]
     if final.etype.name != "f32" or final.shape is None or not all(isinstance(n, int) for n in final.shape):
         return None

@@ -10,6 +10,7 @@ import pytest
 
 import irrun
 from irrun.grouped_attention import GroupedAttention
+from irrun.optimize import FusedChain
 from irrun.watch import Collect, Timings
 from ovutil import assert_blas_close, assert_close, openvino_layer_outputs, run_openvino, save
 
@@ -88,7 +89,9 @@ def _feeds(q, kv, s, mask=None):
 
 
 def _grouped(m: irrun.Model) -> list:
-    return [s for s in m._plan.steps if isinstance(s.op, GroupedAttention)]
+    """The plan's GroupedAttention steps (one that heads a fused chain of the layers after it: its own step)."""
+    steps = [s.op.head_step if isinstance(s.op, FusedChain) and s.op.head else s for s in m._plan.steps]
+    return [s for s in steps if isinstance(s.op, GroupedAttention)]
 
 
 def _check(xml, feeds: dict) -> irrun.Model:

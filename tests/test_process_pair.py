@@ -178,6 +178,51 @@ def test_layer_norms_split_where_their_rows_are_whole_and_row_major(rows, tmp_pa
         assert_close(value, e, what=f"{rows} rows {key}")
 
 
+def test_layer_groups_run_whole_in_each_process_where_their_products_split(tmp_path, paired, monkeypatch):
+    """A Llama-style block at static shapes: its written-out RMS norms and rotary embedding are one
+    step each (irrun/rms_norm.py, irrun/rotary_embedding.py), a norm heading the residual Add
+    after it; the products around them run in halves, the groups whole (a group's kernel is its
+    own, not that of the elementwise layer it starts with)."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    from irrun import split_steps
+    from irrun.optimize import FusedChain
+    from irrun.rms_norm import RmsNorm
+    from irrun.rotary_embedding import RotaryEmbedding
+    monkeypatch.setattr(split_steps, "MIN_SPLIT_WORK", 1 << 10)
+    rng = np.random.default_rng(9)
+    f32 = lambda v: ops.constant(np.asarray(v, np.float32))   # noqa: E731
+
+    def rms(t):
+        mean = ops.reduce_mean(ops.power(t, f32(np.full((1, 1, 1), 2.0))), ops.constant(np.array([-1])), True)
+        inverse = ops.divide(f32(np.ones((1, 1, 1))), ops.sqrt(ops.add(mean, f32(np.full((1, 1, 1), 1e-6)))))
+        return ops.multiply(ops.multiply(t, inverse), f32(rng.uniform(0.5, 1.5, (1, 1, 256))))
+    def rotated(t, half=512):      # (its first layer a Multiply, an elementwise layer's kind)
+        angles = rng.uniform(0, 6.3, (1, 128, 2 * half))
+        times_cos = ops.multiply(t, f32(np.cos(angles)))
+        i64 = lambda v: ops.constant(np.array(v, np.int64))   # noqa: E731
+        second = ops.slice(t, i64([half]), i64([2 * half]), i64([1]), i64([-1]))
+        first = ops.slice(t, i64([0]), i64([half]), i64([1]), i64([-1]))
+        turned = ops.concat([ops.multiply(second, f32(-1)), first], -1)
+        return ops.add(times_cos, ops.multiply(turned, f32(np.sin(angles))))
+    x = ops.parameter([1, 128, 256], np.float32, name="x")
+    up = ops.matmul(rms(x), f32(rng.standard_normal((256, 1024)) / 16), False, False)
+    down = ops.matmul(ops.relu(rotated(up)), f32(rng.standard_normal((1024, 256)) / 32), False, False)
+    y = ops.add(rms(ops.add(down, x)), x)
+    xml = tmp_path / "rms.xml"
+    ov.save_model(ov.Model([y], [x]), str(xml))
+    feeds = {"x": rng.standard_normal((1, 128, 256)).astype(np.float32)}
+    m = irrun.load(xml)
+    got = [m.infer(feeds) for _ in range(2)][-1]
+    pair = _pair(m)
+    assert pair and _both_halves_ran(pair)
+    steps = m._plan._program_steps
+    groups = [k for k, s in enumerate(steps) if isinstance(
+        s.op.head_step.op if isinstance(s.op, FusedChain) and s.op.head else s.op, (RmsNorm, RotaryEmbedding))]
+    assert len(groups) == 3 and not {s.position for s in pair.splits} & set(groups)
+    assert_close(got[next(iter(got))], run_openvino(xml, [feeds["x"]])[0])
+
+
 def _projection(tmp_path: Path, rows: int) -> Path:
     """x [1, rows, 256] @ w [256, 1024] + b, Gelu: a network whose result a split step writes."""
     import openvino as ov

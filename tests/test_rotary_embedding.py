@@ -10,6 +10,7 @@ import pytest
 
 import irrun
 from irrun.rotary_embedding import RotaryEmbedding
+from irrun.optimize import FusedChain
 from irrun.watch import Collect
 from ovutil import _CORE, assert_close, evaluate_reference, openvino_layer_outputs, run_openvino, save
 
@@ -64,7 +65,9 @@ def _check(xml, feeds, *, reference=False) -> irrun.Model:
 
 
 def _fused(m: irrun.Model) -> list:
-    return [s for s in m._plan.steps if isinstance(s.op, RotaryEmbedding)]
+    """The plan's RotaryEmbedding steps (one that heads a fused chain of the layers after it: its own step)."""
+    steps = [s.op.head_step if isinstance(s.op, FusedChain) and s.op.head else s for s in m._plan.steps]
+    return [s for s in steps if isinstance(s.op, RotaryEmbedding)]
 
 
 CASES = {
