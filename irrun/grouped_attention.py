@@ -99,6 +99,7 @@ class GroupedAttention(LayerGroup):
             position[reads[3][0]], position[reads[4][1]], position[reads[5][1]]
         self.at_query = position[reads[6][0]]
         self.at_extra = [position[s] for s in reads[6][3:]]     # mask, scale
+        self.timed_member = len(nodes) - 1      # (profiles show the step's time on the attention)
 
     def quick_shapes(self, args):
         """The attention's output [B, H, L, Ev] for 4-D inputs whose dims agree (irrun/shape_check.py;

@@ -757,9 +757,13 @@ class StandIn:
 
 
 def member_events(step, out: tuple, args: list, start: float, seconds: float, scope, report) -> list[Produced]:
-    """One Produced per layer of a fused step: the first carries the time, the last the output."""
+    """One Produced per layer of a fused step: one carries the time (the first, or the layer a group
+    names as doing the work: `timed_member`, an attention after the layers that expand its keys),
+    the last the output."""
     members = step.members
     names = tuple(n.layer.name for n in members)
+    op = step.op.head_step.op if isinstance(step.op, FusedChain) and step.op.head else step.op
+    timed = getattr(op, "timed_member", 0)
     final = out[0]
     events = []
     for k, node in enumerate(members):
@@ -771,8 +775,9 @@ def member_events(step, out: tuple, args: list, start: float, seconds: float, sc
             shape = tuple(t.shape) if is_static(t.shape) else final.shape
             values = (StandIn(shape, final.dtype),)
         ins = tuple(args[:len(node.inputs)]) if k == 0 else ()
-        events.append(Produced(node, values, scope, start if k == 0 else start + seconds, seconds if k == 0 else 0.0,
+        own = k == timed
+        events.append(Produced(node, values, scope, start if k <= timed else start + seconds, seconds if own else 0.0,
                                False,
                                step.volatile if last else (False,), ins, step.key_name if last else node.layer.name,
-                               report, names[1:] if k == 0 else (), "" if k == 0 else names[0]))
+                               report, names[:k] + names[k + 1:] if own else (), "" if own else names[timed]))
     return events

@@ -3,7 +3,9 @@
 A warm-up run, then N timed runs, each watched by a `Timings` watcher (irrun/watch.py),
 which records each step's kernel time (the executor's own bookkeeping is left out).  Layers
 that ran fused into one step (irrun/optimize.py) are timed together: the step's time is the
-first layer's, marked "+ fused: ...", and the others show 0 with "fused into ...".  A
+first layer's (an attention's whose keys and values were expanded by head group, where the
+step starts with the expansion: irrun/grouped_attention.py), marked "+ fused: ...", and the
+others show 0 with "fused into ...".  A
 layer's time is its median over the runs; an op type's is the sum of its layers'.  MACs
 come from irrun/flops.py at the shapes the run saw (its convention: FLOPs = 2 x MACs), and
 GFLOP/s is 2 x MACs over the median time.  The trace is the run whose total is the median,

@@ -124,7 +124,8 @@ class RotaryEmbedding(LayerGroup):
             return None
         y = np.multiply(x, cos)
         first, second = y[..., :half], y[..., half:]
-        sin_first, sin_second = (sin, sin) if sin.ndim == 0 or sin.shape[-1] == 1 else (sin[..., :half], sin[..., half:])
+        one_value = sin.ndim == 0 or sin.shape[-1] == 1
+        sin_first, sin_second = (sin, sin) if one_value else (sin[..., :half], sin[..., half:])
         np.subtract(first, np.multiply(x[..., half:], sin_first), out=first)
         np.add(second, np.multiply(x[..., :half], sin_second), out=second)
         return y

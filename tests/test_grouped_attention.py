@@ -159,8 +159,10 @@ def test_watchers_see_the_expanded_keys_and_the_profile_the_fused_step(tmp_path)
     assert_close(picked.values["keys:0"], expected["keys:0"], what="keys")
     timings = Timings()
     m.infer(feeds, watch=[timings])
-    fused = [t for t in timings.steps if t.fused]
-    assert len(fused) == 1 and len(fused[0].fused) == 6
+    (fused,) = [t for t in timings.steps if t.fused]      # the time on the attention, not its expansions
+    assert fused.node.layer.op_type == "ScaledDotProductAttention" and len(fused.fused) == 6 and fused.seconds > 0
+    others = [t for t in timings.steps if t.fused_into]
+    assert len(others) == 6 and all(t.fused_into == fused.node.layer.name and t.seconds == 0 for t in others)
 
 
 @pytest.mark.parametrize("pattern, special_zero, merges", [
