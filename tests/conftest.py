@@ -28,3 +28,10 @@ def two_threads():
     threads.set_threads(2)
     yield
     threads.set_threads(before)
+
+
+@pytest.fixture
+def optimizing_by_default(monkeypatch):
+    """Tests about the optimizer: `irrun.load`'s default is on whatever IRRUN_OPTIMIZE the suite
+    runs under (`IRRUN_OPTIMIZE=0 python -m pytest`)."""
+    monkeypatch.delenv("IRRUN_OPTIMIZE", raising=False)

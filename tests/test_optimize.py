@@ -27,11 +27,7 @@ from ovutil import CPU_F32, assert_blas_close, assert_close, compile_cpu, openvi
 RNG = np.random.default_rng(11)
 
 
-@pytest.fixture(autouse=True)
-def _optimizing_by_default(monkeypatch):
-    """These tests are about the optimizer: `irrun.load`'s default is on here whatever
-    IRRUN_OPTIMIZE the suite runs under (`IRRUN_OPTIMIZE=0 python -m pytest`)."""
-    monkeypatch.delenv("IRRUN_OPTIMIZE", raising=False)
+pytestmark = pytest.mark.usefixtures("optimizing_by_default")
 
 
 def _c(shape, scale=1.0):

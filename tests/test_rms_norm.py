@@ -10,16 +10,12 @@ import pytest
 
 import irrun
 from irrun.rms_norm import RmsNorm
-from irrun.optimize import FusedChain
 from irrun.watch import Collect
-from ovutil import _CORE, assert_close, evaluate_reference, openvino_layer_outputs, run_openvino, save
+from layer_groups_check import check_both_ways, group_steps
+from ovutil import assert_close, openvino_layer_outputs, run_openvino, save
 
+pytestmark = pytest.mark.usefixtures("optimizing_by_default")
 RNG = np.random.default_rng(3)
-
-
-@pytest.fixture(autouse=True)
-def _optimizing_by_default(monkeypatch):
-    monkeypatch.delenv("IRRUN_OPTIMIZE", raising=False)
 
 
 def _f32(value):
@@ -56,21 +52,13 @@ def _feeds(m: irrun.Model, rows: int, width: int, weight_shape=None) -> dict:
 
 
 def _check(xml, rows: int, width: int, *, reference=False, weight_shape=None, model=None) -> irrun.Model:
-    on, off = model or irrun.load(xml), irrun.load(xml, optimize=False)
-    feeds = _feeds(on, rows, width, weight_shape)
+    feeds = _feeds(model or irrun.load(xml), rows, width, weight_shape)
     feeds["x"][0, 0, :3] = [np.inf, np.nan, 0][:width]    # (special values go where the layers send them)
-    inputs = [feeds[i.name] for i in on.inputs]
-    expected = evaluate_reference(_CORE.read_model(str(xml)), inputs) if reference else run_openvino(xml, inputs)
-    for a, b, e in zip(on.infer(feeds).values(), off.infer(feeds).values(), expected):
-        assert_close(a, e)
-        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)     # the layers' own bits
-    return on
+    return check_both_ways(xml, feeds, reference=reference, model=model)
 
 
 def _fused(m: irrun.Model) -> list:
-    """The plan's RmsNorm steps (one that heads a fused chain of the layers after it: its own step)."""
-    steps = [s.op.head_step if isinstance(s.op, FusedChain) and s.op.head else s for s in m._plan.steps]
-    return [s for s in steps if isinstance(s.op, RmsNorm)]
+    return group_steps(m, RmsNorm)
 
 
 @pytest.mark.parametrize("options", [{}, {"weight": "before"}, {"inverse_first": True}, {"weight": None},

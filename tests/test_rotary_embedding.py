@@ -10,17 +10,13 @@ import pytest
 
 import irrun
 from irrun.rotary_embedding import RotaryEmbedding
-from irrun.optimize import FusedChain
 from irrun.watch import Collect
-from ovutil import _CORE, assert_close, evaluate_reference, openvino_layer_outputs, run_openvino, save
+from layer_groups_check import check_both_ways, group_steps
+from ovutil import assert_close, openvino_layer_outputs, run_openvino, save
 
+pytestmark = pytest.mark.usefixtures("optimizing_by_default")
 RNG = np.random.default_rng(7)
 END = np.iinfo(np.int64).max
-
-
-@pytest.fixture(autouse=True)
-def _optimizing_by_default(monkeypatch):
-    monkeypatch.delenv("IRRUN_OPTIMIZE", raising=False)
 
 
 def _i64(values):
@@ -55,19 +51,11 @@ def _feeds(x_shape, table_shape, length: int, sin_shape=None) -> dict:
 
 
 def _check(xml, feeds, *, reference=False) -> irrun.Model:
-    on, off = irrun.load(xml), irrun.load(xml, optimize=False)
-    inputs = [feeds[i.name] for i in on.inputs]
-    expected = evaluate_reference(_CORE.read_model(str(xml)), inputs) if reference else run_openvino(xml, inputs)
-    for a, b, e in zip(on.infer(feeds).values(), off.infer(feeds).values(), expected):
-        assert_close(a, e)
-        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)     # the layers' own bits
-    return on
+    return check_both_ways(xml, feeds, reference=reference)
 
 
 def _fused(m: irrun.Model) -> list:
-    """The plan's RotaryEmbedding steps (one that heads a fused chain of the layers after it: its own step)."""
-    steps = [s.op.head_step if isinstance(s.op, FusedChain) and s.op.head else s for s in m._plan.steps]
-    return [s for s in steps if isinstance(s.op, RotaryEmbedding)]
+    return group_steps(m, RotaryEmbedding)
 
 
 CASES = {
