@@ -1,5 +1,5 @@
 """Several layers run as one step by a kernel of their own (part of `irrun.optimize.rewrite`):
-what irrun/grouped_attention.py and irrun/rotary_embedding.py share.
+what irrun/grouped_attention.py, irrun/rotary_embedding.py and irrun/rms_norm.py share.
 
 A pattern rewrite finds its layers among the plan's steps (`Wiring`), makes one step of them
 (`group_step`: its inputs are the members' inputs from outside the group, the first member's
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Callable
+
+import numpy as np
 
 
 class Wiring:
@@ -56,6 +58,11 @@ class Wiring:
     def constant(self, k: int, position: int):
         """The value of step k's input `position` where it is one of the plan's constants, else None."""
         return self.plan.constants.get(self.steps[k].inputs[position])
+
+    def constant_is(self, k: int, position: int, number: float) -> bool:
+        """Step k's input `position` is a constant whose every element is `number`."""
+        value = self.constant(k, position)
+        return value is not None and np.size(value) >= 1 and bool(np.all(np.asarray(value) == number))
 
 
 def group_step(plan, steps: list, members: list[int], make_op: Callable):

@@ -42,14 +42,10 @@ def fuse_rms_norms(plan, steps: list, pinned: set[int]) -> list:
     return with_groups(steps, groups, taken)
 
 
-def _all(value, number: float) -> bool:
-    return value is not None and np.size(value) >= 1 and bool(np.all(np.asarray(value) == number))
-
-
 def _rms_norm(wiring: Wiring, k: int) -> list[int] | None:
     """The members of the RMS norm whose Power is step k, in the order they run, or None."""
     steps = wiring.steps
-    if not wiring.plain(k, "Power", 2) or not _all(wiring.constant(k, 1), 2.0) or steps[k].op.mode != "numpy":
+    if not wiring.plain(k, "Power", 2) or not wiring.constant_is(k, 1, 2.0) or steps[k].op.mode != "numpy":
         return None
     x = steps[k].inputs[0]
     data = wiring.plan.analysis.type_of(steps[k].node.inputs[0])
@@ -71,7 +67,7 @@ def _rms_norm(wiring: Wiring, k: int) -> list[int] | None:
         members.append(found[0])
     add, _, divide, times_x = (steps[m] for m in members[2:])
     if len(add.inputs) != 2 or len(divide.inputs) != 2 or divide.inputs[1] != steps[members[3]].outputs[0] \
-            or not _all(wiring.plan.constants.get(divide.inputs[0]), 1.0) or x not in times_x.inputs:
+            or not wiring.constant_is(members[4], 0, 1.0) or x not in times_x.inputs:
         return None
     found = wiring.read_by(members[-1], "Multiply", 2)
     if found is not None and getattr(steps[found[0]].op, "mode", "numpy") == "numpy":

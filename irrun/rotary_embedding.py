@@ -65,9 +65,7 @@ def _rotation(wiring: Wiring, k: int) -> tuple[list[int], int] | None:
         return None
     for position in (0, 1):
         high = _slice_of(wiring, steps[negated].inputs[position])
-        minus_one = wiring.constant(negated, 1 - position)
-        if high is not None and minus_one is not None and np.size(minus_one) >= 1 \
-                and bool(np.all(np.asarray(minus_one) == -1)):
+        if high is not None and wiring.constant_is(negated, 1 - position, -1.0):
             break
     else:
         return None

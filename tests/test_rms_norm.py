@@ -23,12 +23,12 @@ def _f32(value):
 
 
 def _model(shape, *, weight="after", inverse_first=False, weight_input=False, eps_shape=(1, 1, 1),
-           mean_read=False, weight_shape=None):
+           mean_read=False, weight_shape=None, exponent=2.0):
     """x * rsqrt(mean(x^2) + eps) * weight as the frontend writes a Llama's RMSNorm, then a residual
     Add; `weight`: "after" (Multiply(y, w)), "before" (Multiply(w, y)) or None."""
     x = ops.parameter(shape, ov.Type.f32, name="x")
     params = [x]
-    square = ops.power(x, _f32(np.full((1,) * len(shape), 2.0)))
+    square = ops.power(x, _f32(np.full((1,) * len(shape), exponent)))
     mean = ops.reduce_mean(square, ops.constant(np.array([-1], np.int64)), True)
     mean.set_friendly_name("mean")
     inverse = ops.divide(_f32(np.ones((1,) * len(shape))), ops.sqrt(ops.add(mean, _f32(np.full(eps_shape, 1e-6)))))
@@ -110,8 +110,10 @@ def test_a_weight_input_that_widens_the_data_at_the_second_call_runs_the_layers(
     _check(xml, 3, 16, weight_shape=(2, 1, 16), model=m)
 
 
-def test_not_fused_where_the_mean_is_read_elsewhere_and_watchers_see_it(tmp_path):
+def test_not_fused_where_the_mean_is_read_elsewhere_or_not_of_squares_and_watchers_see_it(tmp_path):
     xml = save(_model([1, -1, 32], mean_read=True), tmp_path)
+    assert not _fused(_check(xml, 4, 32))
+    xml = save(_model([1, -1, 32], exponent=3.0), tmp_path / "cubes.xml")
     assert not _fused(_check(xml, 4, 32))
     xml = save(_model([1, -1, 32]), tmp_path / "watched.xml")
     m = irrun.load(xml)
