@@ -22,11 +22,10 @@ watcher that reads values).
 """
 from __future__ import annotations
 
-from dataclasses import replace
 import numpy as np
 
 from .layer_groups import LayerGroup, Wiring, group_step, with_groups
-from .ops.attention import BLOCK_SCORES
+from .ops.attention import BLOCK_SCORES, additive_mask, attention_scale, causal_bias, softmax_rows
 
 _EXPAND = ("Unsqueeze", "Broadcast", "Reshape")
 
@@ -135,42 +134,37 @@ class GroupedAttention(LayerGroup):
                 return None
         if self.causal and rows > 1 and b * heads * rows * s >= 4 * BLOCK_SCORES:
             return None             # (the attention's own row blocks: the layers one by one)
-        dtype = query.dtype
+        compute = query.dtype.type
         extra = self.at_extra
         mask = args[extra[0]] if extra else None
         scale = args[extra[1]] if len(extra) > 1 else None
-        if scale is None:
-            scale = 1 / np.sqrt(dtype.type(e))
-        elif scale.size != 1:
+        if scale is not None and scale.size != 1:
             return None
-        else:
-            scale = scale.astype(dtype).reshape(())
+        scale = attention_scale(scale, e, compute)
         if mask is not None and not self.causal:
             mask = self._grouped_mask(mask, b, kv, g, rows, s)
             if mask is None:
                 return None
+        # (the scores, and the attention's own helpers on them, as ScaledDotProductAttention.run)
         scores = np.matmul((query * scale).reshape(b, kv, g * rows, e), np.swapaxes(key, -1, -2))
         by_group = scores.reshape(b, kv, g, rows, s)
         if self.causal:
-            by_group += np.where(np.arange(s) > np.arange(rows)[:, None], -np.inf, 0).astype(dtype)
+            by_group += causal_bias(rows, s, compute)
         elif mask is not None:
-            by_group += mask
-        scores -= np.maximum.reduce(scores, axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= np.add.reduce(scores, axis=-1, keepdims=True)
+            by_group += additive_mask(mask, compute)
+        softmax_rows(scores)
         return np.matmul(scores, value).reshape(b, heads, rows, value.shape[3])
 
     @staticmethod
     def _grouped_mask(mask, b, kv, g, rows, s):
-        """The attention mask as [B or 1, KV or 1, G or 1, L or 1, S or 1] (bool as 0 / -inf), or
-        None where it does not broadcast so (or would widen the output)."""
+        """The attention mask as [B or 1, KV or 1, G or 1, L or 1, S or 1], or None where it does not
+        broadcast so (or would widen the output) or is neither boolean nor float."""
         if mask.ndim > 4 or mask.ndim < 1:
             return None
         m = mask if mask.ndim == 4 else mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
         mb, mh, mr, ms = m.shape
         if mb not in (1, b) or mr not in (1, rows) or ms not in (1, s) or mh not in (1, kv * g):
             return None
-        m = m.reshape(mb, kv, g, mr, ms) if mh != 1 else m.reshape(mb, 1, 1, mr, ms)
-        if m.dtype == np.bool_:
-            return np.where(m, np.float32(0), np.float32(-np.inf))
-        return m if m.dtype.kind == "f" else None
+        if m.dtype != np.bool_ and m.dtype.kind != "f":
+            return None
+        return m.reshape(mb, kv, g, mr, ms) if mh != 1 else m.reshape(mb, 1, 1, mr, ms)

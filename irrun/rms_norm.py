@@ -87,11 +87,9 @@ class RmsNorm(LayerGroup):
         self.at_x = self.position[x]
         self.at_eps = self.position[next(s for s in reads[2] if s != mean)]
         self.at_one = self.position[reads[4][0]]
-        self.inverse_first = reads[5][0] != x              # Multiply(inverse, x)
-        self.at_weight, self.weight_first = None, False
+        self.at_weight = None
         if len(wiring) == 7:
             self.at_weight = self.position[next(s for s in reads[6] if s != scaled)]
-            self.weight_first = reads[6][0] != scaled
         operands = [self.at_eps, self.at_one] + ([self.at_weight] if self.at_weight is not None else [])
         self.constant_operands = all(inputs[i] in plan.constants for i in operands)
         self.fitted: tuple | None = None        # (shape, dtype) of the last x `_fits` passed
@@ -130,21 +128,15 @@ class RmsNorm(LayerGroup):
         sums = last_axis_sums(np.square(x).reshape(-1, n)).reshape(x.shape[:-1] + (1,))
         inverse = np.divide(args[self.at_one], np.sqrt(np.add(sums / n, args[self.at_eps])))
         if self.at_weight is None:
-            return np.multiply(inverse, x) if self.inverse_first else np.multiply(x, inverse)
-        weight = args[self.at_weight]
-        if x.size < 2 * threads.MIN_PART_ELEMENTS or weight.size != n:
-            out = np.multiply(x, inverse)
-            return np.multiply(weight, out, out) if self.weight_first else np.multiply(out, weight, out)
-        # (large data: the two multiplies on every core, a block of rows each, as the fused chain of
-        # the layers ran them; the weight one row of the norm's size)
-        rows, row_weight = x.size // n, weight.reshape(n)
+            return np.multiply(x, inverse)       # (either order: a product is the same both ways)
         out = np.empty(x.shape, x.dtype)
-        flat_x, flat_inverse, flat_out = x.reshape(rows, n), inverse.reshape(rows, 1), out.reshape(rows, n)
-        weight_first = self.weight_first
+        if not threads.worth_parts(x.size, 2):          # (a decoding step's row: no parts' bookkeeping)
+            _scaled(x, inverse, args[self.at_weight], out)
+            return out
+        # (on every core for large data, as the fused chain of the layers ran the two multiplies)
+        return threads.in_parts(_scaled, out, x, inverse, args[self.at_weight], cost=2)
 
-        def part(start, stop):
-            scaled = flat_out[start:stop]
-            np.multiply(flat_x[start:stop], flat_inverse[start:stop], scaled)
-            np.multiply(row_weight, scaled, scaled) if weight_first else np.multiply(scaled, row_weight, scaled)
-        threads.along_rows(part, rows, n, 2)
-        return out
+
+def _scaled(x, inverse, weight, out):
+    np.multiply(x, inverse, out)
+    np.multiply(out, weight, out)

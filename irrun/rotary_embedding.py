@@ -21,6 +21,7 @@ import numpy as np
 from .layer_groups import LayerGroup, Wiring, group_step, with_groups
 from .shapes import numpy_broadcast
 
+
 def fuse_rotary_embeddings(plan, steps: list, pinned: set[int]) -> list:
     """`steps` with each written-out rotary embedding run as one step (`RotaryEmbedding`)."""
     wiring = Wiring(plan, steps, pinned)
@@ -48,10 +49,6 @@ def _slice_of(wiring: Wiring, slot: int) -> tuple[int, int, int] | None:
             or int(np.asarray(axes).reshape(-1)[0]) % data.rank != data.rank - 1:
         return None
     return k, int(np.asarray(start).reshape(-1)[0]), int(np.asarray(stop).reshape(-1)[0])
-
-
-def _other(step, position: int) -> int:
-    return step.inputs[1 - position]
 
 
 def _rotation(wiring: Wiring, k: int) -> tuple[list[int], int] | None:

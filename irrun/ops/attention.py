@@ -83,6 +83,31 @@ def sdpa_shape(shapes: list[Shape], causal: bool) -> Shape:
     return None if batch is None else tuple(batch) + (l_dim, ev_dim)
 
 
+def attention_scale(scale, depth: int, compute):
+    """The scores' scale: the input's (a scalar) in the compute type, else 1 / sqrt(E)."""
+    return 1 / np.sqrt(compute(depth)) if scale is None else scale.astype(compute).reshape(())
+
+
+def causal_bias(rows: int, cols: int, compute) -> np.ndarray:
+    """0 where query row i may see key j (j <= i), -inf above: [rows, cols]."""
+    return np.where(np.arange(cols) > np.arange(rows)[:, None], -np.inf, 0).astype(compute)
+
+
+def additive_mask(mask: np.ndarray, compute) -> np.ndarray:
+    """An attention mask as what is added to the scores: a boolean one as 0 (attend) / -inf."""
+    if mask.dtype == np.bool_:
+        return np.where(mask, compute(0), compute(-np.inf))
+    return mask.astype(compute, copy=False)
+
+
+def softmax_rows(scores: np.ndarray) -> None:
+    """Softmax along the last axis, in place (the ufuncs' reduce without the methods' Python-level
+    wrappers: a decoding step's attention is all call overhead)."""
+    scores -= np.maximum.reduce(scores, axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= np.add.reduce(scores, axis=-1, keepdims=True)
+
+
 @register("ScaledDotProductAttention", 13)
 class ScaledDotProductAttention(Op):
     def infer(self, inputs):
@@ -132,10 +157,7 @@ class ScaledDotProductAttention(Op):
         dtype = query.dtype
         compute = (np.dtype(np.float32) if dtype.itemsize < 4 else dtype).type
         q, k, v = (a.astype(compute, copy=False) for a in (query, key, value))
-        if scale is None:
-            scale = 1 / np.sqrt(compute(q.shape[-1]))
-        else:
-            scale = scale.astype(compute).reshape(())
+        scale = attention_scale(scale, q.shape[-1], compute)
         rows, cols = q.shape[-2], k.shape[-2]
         if self.attrs.causal and rows > 1:          # (a decoding step's one row: none of this)
             batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])    # (causal: no mask)
@@ -143,18 +165,12 @@ class ScaledDotProductAttention(Op):
                 return np.asarray(self._by_row_blocks(q * scale, k, v, batch, compute), dtype=dtype)
         scores = (q * scale) @ np.swapaxes(k, -1, -2)
         if self.attrs.causal:
-            rows, cols = scores.shape[-2:]
-            scores = scores + np.where(np.arange(cols) > np.arange(rows)[:, None], -np.inf, 0).astype(compute)
+            scores = scores + causal_bias(*scores.shape[-2:], compute)
         elif mask is not None:
-            if mask.dtype == np.bool_:
-                mask = np.where(mask, compute(0), compute(-np.inf))
-            scores = scores + mask.astype(compute, copy=False)
-        # (scores is an array of this call's own: the softmax in place; the ufuncs' reduce without
-        # the methods' Python-level wrappers: a decoding step's attention is all call overhead)
+            scores = scores + additive_mask(mask, compute)
+        # (scores is an array of this call's own: the softmax in place)
         with np.errstate(invalid="ignore"):   # an all-masked row is NaN, as in OpenVINO
-            scores -= np.maximum.reduce(scores, axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= np.add.reduce(scores, axis=-1, keepdims=True)
+            softmax_rows(scores)
         return np.asarray(scores @ v, dtype=dtype)
 
     def _by_row_blocks(self, q, k, v, batch, compute) -> np.ndarray:
@@ -175,8 +191,6 @@ class ScaledDotProductAttention(Op):
             scores = q[..., first:last, :] @ keys[..., :seen]
             np.copyto(scores, -np.inf, where=np.arange(seen) > np.arange(first, last)[:, None])
             with np.errstate(invalid="ignore"):
-                scores -= np.maximum.reduce(scores, axis=-1, keepdims=True)
-                np.exp(scores, out=scores)
-                scores /= np.add.reduce(scores, axis=-1, keepdims=True)
+                softmax_rows(scores)
             np.matmul(scores, v[..., :seen, :], out=out[..., first:last, :])
         return out
