@@ -71,8 +71,8 @@ def _nibbles(buf, count):
     """Two 4-bit fields per byte, element 0 in the low nibble."""
     raw = np.frombuffer(buf, dtype=np.uint8, count=-(-count // 2))
     out = np.empty(raw.size * 2, dtype=np.uint8)
-    out[0::2] = raw & 0x0F
-    out[1::2] = raw >> 4
+    np.bitwise_and(raw, 0x0F, out=out[0::2])
+    np.right_shift(raw, 4, out=out[1::2])
     return out[:count]
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from . import fast_loop, float_errors, process_pair, threads
 from .fast_loop import straight_line
 from .analysis import SINK_TYPES, Analysis, Node
+from .blockwise_folding import Pending, RowChain, flowing_input, may_start
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
@@ -199,12 +200,20 @@ class Plan:
             for src in nodes[lid].inputs:
                 readers_left[src] = readers_left.get(src, 0) + 1
 
-        def folded(node: Node) -> None:
+        readers_in_all = dict(readers_left)
+
+        def folded(node: Node, kept: list | None = None) -> None:
+            """`kept`: where an input's array goes that a chain folded by rows still reads (let go once
+            written)."""
             for src in node.inputs:
                 readers_left[src] -= 1
                 if not readers_left[src]:
                     dropped = self.constants.pop(self.slot_of.get(src), None)
-                    if release is not None and dropped is not None:
+                    if isinstance(dropped, Pending) or dropped is None:
+                        continue
+                    if kept is not None:
+                        kept.append(dropped)
+                    elif release is not None:
                         release(dropped)
 
         steps: list[Step] = []
@@ -231,7 +240,13 @@ class Plan:
                 continue
             ins = [slot(src) for src in node.inputs]
             if all(s in self.constants for s in ins) and ins and node.op.foldable:
-                args = [self.constants[s] for s in ins]
+                chain = self._by_rows(node, ins, readers_in_all, read_constant) if optimize else None
+                if chain is not None:
+                    self.constants[slot((lid, 0))] = chain
+                    folded(node, chain.release_after)
+                    self.folded_before.setdefault(len(steps), []).append(node)
+                    continue
+                args = [self._materialised(s) for s in ins]
                 if read_constant is not None:
                     args = [read_constant(node, i, a) for i, a in enumerate(args)]
                 values = self._run_step(node, node.op.run, args)
@@ -275,6 +290,8 @@ class Plan:
             pages = GemvWeightPages(self, steps, list(joined))
             lay_out_gemm_weights(self, steps, release, pages)
             pages.move_the_rest(release)
+            for s in [s for s, v in self.constants.items() if isinstance(v, Pending)]:
+                self._materialised(s)
             for j in joined.values():
                 j.view_members(self)        # (where the joined weight now lies)
         # What every call starts from: the constants in their slots.
@@ -293,11 +310,42 @@ class Plan:
         self._written_out, self._loop_runs = None, 0
         self._pair, self._pair_countdown = None, process_pair.PAIR_AFTER_RUNS
 
+    def _by_rows(self, node: Node, ins: list[int], readers: dict, read_constant) -> RowChain | None:
+        """`node` folded as a stage of a chain folded by rows (irrun/blockwise_folding.py): its value
+        as such a chain, not yet computed; None where it is not one."""
+        args = [self.constants[s] for s in ins]
+        flowing = flowing_input(node, args)
+        if flowing is None:
+            return None
+        data = args[flowing]
+        if isinstance(data, RowChain):
+            if readers[node.inputs[flowing]] != 1:       # (read by others too: they share one array)
+                return None
+        elif not may_start(node, data):
+            return None
+        else:
+            data = RowChain(data, self._located, self.release)
+        args = [None if i == flowing else self._materialised(s) for i, s in enumerate(ins)]
+        if read_constant is not None:
+            args = [a if a is None else read_constant(node, i, a) for i, a in enumerate(args)]
+        return data.extended(node, flowing, args, read_constant)
+
+    def _materialised(self, s: int):
+        """The constant in slot `s` as an array (a chain folded by rows computed now)."""
+        value = self.constants[s]
+        if isinstance(value, Pending):
+            value = self.constants[s] = value.value()
+        return value
+
     def _constant_as_read(self, node: Node, i: int, s: int, read_constant) -> int:
         """The slot of constant input i as `node` reads it: a slot of its own when that differs."""
         value = self.constants.get(s)
         if value is None:
             return s
+        if isinstance(value, RowChain):
+            if read_constant(node, i, value.first_row) is value.first_row:
+                return s
+            value = self._materialised(s)
         seen = read_constant(node, i, value)
         if seen is value:
             return s

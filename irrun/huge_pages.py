@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .allocator import give_back_freed_memory
+from .blockwise_folding import Pending, write_weight
 from .optimize import gemm_data_rows
 
 HUGE_PAGE = 2 << 20
@@ -59,7 +60,7 @@ def _gemv_weight_slots(plan, steps: list, extra: list[int] = ()) -> list[int]:
                 or step.inputs[1] in joined_members:
             continue
         weight = plan.constants.get(step.inputs[1])
-        if isinstance(weight, np.ndarray) and weight.ndim == 2 and weight.dtype.kind == "f" \
+        if isinstance(weight, (np.ndarray, Pending)) and weight.ndim == 2 and weight.dtype.kind == "f" \
                 and weight.nbytes >= SMALLEST_WEIGHT and (weight.flags.c_contiguous or weight.flags.f_contiguous):
             slots[step.inputs[1]] = None
     return list(slots)
@@ -96,22 +97,23 @@ class GemvWeightPages:
             at += size
         self.bytes = total
 
-    def place(self, slot: int, weight: np.ndarray, columns_first: bool) -> np.ndarray | None:
-        """`weight` copied to its place, held column by column in memory where `columns_first`
-        (F order), else row by row; None where the slot has no place (or has been given one)."""
+    def place(self, slot: int, weight, columns_first: bool) -> np.ndarray | None:
+        """`weight` (an array or a chain folded by rows, irrun/blockwise_folding.py) written to its
+        place, held column by column in memory where `columns_first` (F order), else row by row;
+        None where the slot has no place (or has been given one)."""
         at = self._places.pop(slot, None)
         if at is None:
             return None
-        rows = weight.T if columns_first else weight
-        copy = self._memory[at:at + weight.nbytes].view(weight.dtype).reshape(rows.shape)
-        copy[...] = rows
+        memory = self._memory[at:at + weight.nbytes].view(weight.dtype)
+        copy = memory.reshape(weight.shape[::-1]).T if columns_first else memory.reshape(weight.shape)
+        write_weight(copy, weight)
         self._unreturned += weight.nbytes
         if self._unreturned >= RETURN_EVERY:
             # (the heap keeps what it frees: the originals and their copies would be held at
             # once, a model's weights twice, until the end)
             give_back_freed_memory()
             self._unreturned = 0
-        return copy.T if columns_first else copy
+        return copy
 
     def move_the_rest(self, release=None) -> int:
         """Every weight not yet placed to its place, in its layout, in the plan's slots (`release`

@@ -67,6 +67,7 @@ import numpy as np
 
 from . import threads
 from .analysis import SINK_TYPES, Node
+from .blockwise_folding import write_weight
 from .errors import IrrunError
 from .grouped_attention import fuse_grouped_attention
 from .kv_caches import grow_kv_caches_in_place
@@ -416,7 +417,10 @@ def lay_out_gemm_weights(plan, steps: list, release=None, pages=None) -> int:
         if rows_out_in == bool(attrs.transpose_b):
             continue                                        # (as stored already)
         placed = None if pages is None else pages.place(step.inputs[1], weight, columns_first=True)
-        plan.constants[step.inputs[1]] = np.ascontiguousarray(weight.T).T if placed is None else placed
+        if placed is None:
+            placed = np.empty(weight.shape[::-1], weight.dtype).T
+            write_weight(placed, weight)
+        plan.constants[step.inputs[1]] = placed
         if release is not None:
             release(weight)
         done += 1

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .blockwise_folding import Pending, write_weight
 from .ops.matrix import one_row_reads_out_in
 
 
@@ -50,7 +51,8 @@ class JoinedWeight:
 
 def join_sibling_weights(plan, steps: list, release=None) -> dict[str, tuple[JoinedWeight, int]]:
     """Join the weights of the one-row MatMul steps that share their data (see the module
-    docstring): each in a slot of its own, the members' weight slots views of it.  Returns
+    docstring): each in a slot of its own, a value written where the plan puts it (irrun/
+    huge_pages.py), the members' weight slots made views of it then (`view_members`).  Returns
     {layer id: (joined weight, the layer's place among its members)}, also kept as
     `plan.joined_weights`; `plan.joined_weight_slots` holds the members' weight slots (which
     irrun/optimize.py and irrun/huge_pages.py leave as they are)."""
@@ -71,20 +73,12 @@ def join_sibling_weights(plan, steps: list, release=None) -> dict[str, tuple[Joi
             continue
         total = sum(n for _, n, _ in members)
         out_in = one_row_reads_out_in(k, total, k * total * np.dtype(dtype).itemsize)
-        joined_value = np.empty((total, k) if out_in else (k, total), dtype)
         slot = plan.slot_of[(members[0][0].node.id, "joined")] = len(plan.slot_of)
         joined = JoinedWeight(slot, k, out_in)
+        joined_value = _JoinedValue((total, k) if out_in else (k, total), np.dtype(dtype), out_in, release)
         at = 0
         for i, (step, n, transposed) in enumerate(members):
-            # each original let go once copied: a large model's weights are never held twice over
-            # (an LLM's q, k and v decompressed to f32: only one group's at a time)
-            weight = plan.constants.pop(step.inputs[1])
-            in_out = weight.T if transposed else weight
-            (joined_value[at:at + n] if out_in else joined_value[:, at:at + n])[...] = in_out.T if out_in else in_out
-            del in_out
-            if release is not None:
-                release(weight)
-            del weight
+            joined_value.members.append((at, at + n, transposed, plan.constants.pop(step.inputs[1])))
             joined.columns.append((at, at + n))
             joined.weight_slots.append(step.inputs[1])
             joined.transposed.append(transposed)
@@ -92,9 +86,27 @@ def join_sibling_weights(plan, steps: list, release=None) -> dict[str, tuple[Joi
             found[step.node.id] = (joined, i)
             at += n
         plan.constants[slot] = joined_value
-        joined.view_members(plan)
     plan.joined_weights = found
     return found
+
+
+class _JoinedValue(Pending):
+    """A joined weight's value, written where the plan puts it (irrun/huge_pages.py), each member
+    into its part and let go (a large model's weights are never held twice over: an LLM's q, k
+    and v decompressed to f32, one after the other)."""
+
+    def __init__(self, shape: tuple[int, int], dtype: np.dtype, out_in: bool, release):
+        self.shape, self.dtype, self.out_in, self._release = shape, dtype, out_in, release
+        self.members: list[tuple] = []        # (first column, end, read transposed, weight)
+
+    def write_into(self, dest: np.ndarray) -> None:
+        while self.members:
+            a, b, transposed, weight = self.members.pop(0)
+            part = dest[a:b] if self.out_in else dest[:, a:b]
+            write_weight(part if self.out_in == transposed else part.T, weight)
+            if self._release is not None:
+                self._release(weight)
+            del weight
 
 
 def _joinable_weight(plan, step, readers: dict, gemm_data_rows):
@@ -104,7 +116,7 @@ def _joinable_weight(plan, step, readers: dict, gemm_data_rows):
         return None
     weight = plan.constants.get(step.inputs[1])
     data = plan.analysis.type_of(step.node.inputs[0])
-    if not isinstance(weight, np.ndarray) or weight.ndim != 2 or weight.dtype not in (np.float32, np.float64) \
+    if not isinstance(weight, (np.ndarray, Pending)) or weight.ndim != 2 or weight.dtype not in (np.float32, np.float64) \
             or data is None or data.etype.carrier != weight.dtype:
         return None
     return weight

@@ -119,4 +119,8 @@ class Weights:
             numel *= d
         raw = self._buffer[offset:offset + size]
         array = etype.decode(raw, numel)
+        if isinstance(self._map, mmap.mmap) and array.size and self._span(array) is None:
+            # (decoded into an array of its own, a 4-bit weight unpacked: the file's pages leave
+            # memory now, an int4 model's packed weights no longer held beside its unpacked ones)
+            self._drop(offset, offset + size)
         return array.reshape(shape)

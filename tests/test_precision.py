@@ -544,6 +544,10 @@ def test_compressed_weights_leave_only_their_decompressed_form_in_memory(monkeyp
     values of the decompression steps; the f32 weights stay.  The output is OpenVINO's, and the
     values let go read back (intermediates="all") as those of a model that keeps them all."""
     import irrun.model
+    from irrun import blockwise_folding
+    # (weights decompressed by rows in blocks whose temporaries, a few MiB on every core whatever the
+    # model's size, are not what this measures)
+    monkeypatch.setattr(blockwise_folding, "BLOCK_ELEMENTS", 1 << 12)
     xml, feeds, weights = _int4_side_by_side(tmp_path, 3, (512, 512))
     model, current, peak = _traced_load(xml, weights)
     held = [t.value for a in (model.analysis, model._execution.analysis) for n in a.nodes.values()

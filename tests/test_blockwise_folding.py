@@ -1,0 +1,153 @@
+"""Large constants folded at load in blocks of rows (irrun/blockwise_folding.py): compressed weights
+decompressed straight into their GEMM layouts, joined weights and huge pages.  The outputs are
+OpenVINO's; every folded weight holds, bit for bit, the values of its layers folded one by one
+(`optimize=False`), and so does each of those layers as a watcher sees it."""
+from __future__ import annotations
+
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
+import pytest
+
+import irrun
+from irrun import blockwise_folding, huge_pages
+from irrun.blockwise_folding import RowChain, copy_into
+from ovutil import CPU_F32_EXACT, assert_close, compile_cpu, save
+from test_precision import COMPRESSIONS, nncf_weight
+
+RNG = np.random.default_rng(11)
+N, K = 320, 288     # (weights above analysis.FOLD_LIMIT: folded by the plan, not by shape inference)
+
+
+@pytest.fixture(autouse=True)
+def _small_sizes_qualify(monkeypatch):
+    """Weights of a test's size folded by rows in many blocks, and moved to huge pages."""
+    monkeypatch.delenv("IRRUN_OPTIMIZE", raising=False)
+    monkeypatch.setattr(blockwise_folding, "SMALLEST_ELEMENTS", 1 << 12)
+    monkeypatch.setattr(blockwise_folding, "BLOCK_ELEMENTS", 1 << 9)
+    monkeypatch.setattr(huge_pages, "_available", lambda: True)
+    monkeypatch.setattr(huge_pages, "SMALLEST_WEIGHT", 1 << 10)
+    monkeypatch.setattr(huge_pages, "SMALLEST_TOTAL", 1 << 12)
+
+
+@pytest.fixture
+def chains_written(monkeypatch) -> list:
+    """The chains folded by rows as they are written (the test's weights must be folded so)."""
+    written = []
+    write_into = RowChain.write_into
+
+    def counted(self, dest):
+        written.append(dest.shape)
+        return write_into(self, dest)
+    monkeypatch.setattr(RowChain, "write_into", counted)
+    return written
+
+
+def _block(rows: int, compression: dict) -> ov.Model:
+    """An LLM block's products: q, k and v of one hidden state (siblings joined where one row),
+    an up-projection [out, in] and a down-projection [in, out], every weight compressed."""
+    x = ops.parameter([rows, K], ov.Type.f32, name="x")
+    q, k, v = (ops.matmul(x, nncf_weight(shape=(n, K), **compression), False, True) for n in (K, 32, 32))
+    up = ops.matmul(ops.concat([q, k, v], -1), nncf_weight(shape=(N, K + 64), **compression), False, True)
+    down = ops.matmul(ops.relu(up), ops.transpose(nncf_weight(shape=(K, N), **compression),
+                                                  ops.constant(np.array([1, 0]))), False, False)
+    return ov.Model([ops.result(down)], [x])
+
+
+def _weights(model: irrun.Model) -> list[np.ndarray]:
+    plan = model._plan
+    return [plan.constants[s.inputs[1]] for s in plan.layer_steps if s.node.layer.op_type == "MatMul"]
+
+
+@pytest.mark.parametrize("rows", [1, 5, -1], ids=["one_row", "rows", "dynamic"])
+@pytest.mark.parametrize("name", list(COMPRESSIONS))
+def test_compressed_weights_decompress_by_rows_into_their_layouts(name, rows, chains_written, tmp_path):
+    xml = save(_block(rows, COMPRESSIONS[name]), tmp_path / "m.xml")
+    # (outputs of about 10: a sum of large terms that cancel is rounded in the terms' magnitude)
+    x = (RNG.standard_normal((1 if rows == 1 else 3 if rows < 0 else rows, K)) * 0.02).astype(np.float32)
+    expected = compile_cpu(xml, CPU_F32_EXACT)([x])[0]
+    by_rows = irrun.load(xml)
+    assert chains_written, "no weight was folded by rows"
+    assert_close(next(iter(by_rows.infer({"x": x}).values())), np.asarray(expected), what=name)
+    one_by_one = irrun.load(xml, optimize=False)
+    for got, want in zip(_weights(by_rows), _weights(one_by_one)):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_a_weight_read_twice_and_a_step_seen_elsewhere_are_arrays_of_their_own(chains_written, tmp_path):
+    """A decompressed table read by a Gather and a MatMul (tied embeddings), a decompression's
+    Multiply also a Result: each such value computed once, whole, its readers given the array."""
+    ids = ops.parameter([3], ov.Type.i64, name="ids")
+    table = nncf_weight(shape=(N, K), **COMPRESSIONS["int8_asym"])
+    hidden = ops.gather(table, ids, ops.constant(np.int64(0)))
+    logits = ops.matmul(hidden, table, False, True)
+    scaled = nncf_weight(shape=(N, K), out_type=ov.Type.f16, **COMPRESSIONS["int4_asym_g16"])
+    head = ops.matmul(hidden, ops.convert(scaled, ov.Type.f32), False, True)
+    model = ov.Model([ops.result(logits), ops.result(head), ops.result(scaled)], [ids])
+    xml = save(model, tmp_path / "m.xml")
+    feeds = {"ids": np.array([0, 319, 7], np.int64)}
+    expected = compile_cpu(xml, CPU_F32_EXACT)(feeds)
+    got = list(irrun.load(xml).infer(feeds).values())
+    assert chains_written
+    for g, e in zip(got, expected.values()):
+        assert_close(g, np.asarray(e))
+    plain = list(irrun.load(xml, optimize=False).infer(feeds).values())
+    for g, p in zip(got, plain):
+        assert np.array_equal(g, p)
+
+
+def test_watchers_see_each_folded_layer_as_folded_one_by_one(chains_written, tmp_path):
+    xml = save(_block(1, COMPRESSIONS["int4_asym_g16"]), tmp_path / "m.xml")
+    x = RNG.standard_normal((1, K)).astype(np.float32)
+    seen = irrun.load(xml).infer({"x": x}, intermediates=True)
+    assert chains_written
+    plain = irrun.load(xml, optimize=False).infer({"x": x}, intermediates=True)
+    folded = [key for key in plain if key.split(":")[0].startswith(("Subtract", "Multiply", "Reshape", "Convert"))]
+    assert len(folded) >= 15
+    for key in folded:
+        assert np.array_equal(seen[key], plain[key]), key
+
+
+def test_a_kernel_failing_in_a_chain_is_reported_at_its_layer(monkeypatch, tmp_path):
+    from irrun.ops.arithmetic import Subtract
+    xml = save(_block(1, COMPRESSIONS["int8_asym"]), tmp_path / "m.xml")
+
+    run = Subtract.run
+
+    def failing(self, a, b):        # (on a block of one row: shape inference folds whole weights)
+        if len(a) == 1:
+            raise FloatingPointError("no")
+        return run(self, a, b)
+    monkeypatch.setattr(Subtract, "run", failing)
+    with pytest.raises(irrun.IrrunError, match=r"Subtract.*: failed on inputs \[288,288\], \[288,1\]: FloatingPointError: no$"):
+        irrun.load(xml)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_copy_into_keeps_every_value_whatever_the_layouts(order):
+    source = RNG.standard_normal((300, 70)).astype(np.float32)
+    source = source if order == "C" else np.asfortranarray(source)
+    for dest in (np.empty((300, 70), np.float32), np.empty((70, 300), np.float32).T):
+        copy_into(dest, source)
+        assert np.array_equal(dest, source)
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+def test_f16_arithmetic_folded_by_rows_is_rounded_where_openvino_folds_it_in_f16(rows, chains_written, tmp_path):
+    """A weight scaled and shifted in a model built in f16: OpenVINO folds the layers in f16, irrun
+    in f32, its values rounded to f16 where the MatMul reads them (irrun/precision.py), whether
+    computed by rows or whole."""
+    x = ops.parameter([rows, K], ov.Type.f16, name="x")
+    w = ops.constant((RNG.standard_normal((N, K)) * 0.3).astype(np.float16))
+    scaled = ops.multiply(w, ops.constant((RNG.random((N, 1)) * 3 + 0.1).astype(np.float16)))
+    shifted = ops.add(scaled, ops.constant((RNG.standard_normal((1, K)) * 0.01).astype(np.float16)))
+    y = ops.convert(ops.matmul(x, shifted, False, True), ov.Type.f32)     # (an f16 output is off by its last bit)
+    xml = save(ov.Model([ops.result(y)], [x]), tmp_path / "m.xml")
+    feeds = {"x": (RNG.standard_normal((rows, K)) * 0.05).astype(np.float16)}
+    by_rows = irrun.load(xml)
+    assert chains_written
+    one_by_one = irrun.load(xml, optimize=False)
+    got, want = _weights(by_rows)[0], _weights(one_by_one)[0]
+    assert np.array_equal(got, want) and np.array_equal(got, got.astype(np.float16).astype(np.float32))
+    expected = compile_cpu(xml, CPU_F32_EXACT)(feeds)[0]
+    assert_close(next(iter(by_rows.infer(feeds).values())), np.asarray(expected))
