@@ -39,7 +39,7 @@ import numpy as np
 import irrun
 from machine_state import describe, median_seconds, probe
 from measure import with_threads
-from networks import GENERATIONS, NETWORKS, QUICK, build_ir, build_onnx
+from networks import GENERATIONS, NETWORKS, ON_REQUEST, QUICK, build_ir, build_onnx
 
 HERE = Path(__file__).resolve().parent
 RUNTIMES = ("irrun", "openvino", "onnx")
@@ -355,7 +355,8 @@ def main():
     parser.add_argument("--rounds", type=int, help="rounds per network, alternating the runtimes, each in "
                                                    "fresh processes; the round with the lowest median "
                                                    "counts (default 3, quick 1)")
-    parser.add_argument("--networks", help=f"comma-separated subset of {', '.join(ALL_NETWORKS)}")
+    parser.add_argument("--networks", help=f"comma-separated subset of {', '.join(ALL_NETWORKS)}; "
+                                            f"on request also {', '.join(ON_REQUEST)}")
     parser.add_argument("--no-onnx", dest="onnx", action="store_false", help="skip the ONNX ReferenceEvaluator")
     parser.add_argument("--no-conv", dest="conv", action="store_false", help="skip convolution vs matmul")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per runtime and network")
