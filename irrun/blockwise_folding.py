@@ -5,7 +5,7 @@ A compressed LLM weight is decompressed by a chain of layers the plan folds at l
 Folded layer by layer, each layer makes a new array of the whole weight, and the weight is then
 copied again: into the layout its GEMM runs fastest with (irrun/optimize.py), beside its siblings
 (irrun/sibling_products.py), onto huge pages (irrun/huge_pages.py).  A 266M-parameter int4
-decoder touched about 4 GiB of fresh memory so, and loaded in 7 s where OpenVINO takes 1.
+decoder touched about 4 GiB of fresh memory so, and loaded in 3.7 s where OpenVINO takes 0.9.
 
 Here such a chain is a recipe, `RowChain`, until its destination is known: then each block of
 rows is computed through all of its layers while in cache and written once, in the layout the
@@ -15,12 +15,14 @@ row's values in the row), so the values are those of the layers folded one by on
 
 A chain is what the plan folds through layers of `ROW_WISE` types from one large constant
 (`SMALLEST_ELEMENTS`), each one's value read by the next alone.  Whatever reads a chain's value
-otherwise gets it as an array (`value`).  `copy_into` is the same writing for arrays: a copy
-that changes the layout, in strips of rows (NumPy's own transposing copy takes 5.7 ns an
-element, in strips 1.1).
+otherwise gets it as an array (`value`), but a table only Gathers read (an LLM's compressed
+embeddings): they compute the rows they ask for (`GatheredRows`).  `copy_into` is the same
+writing for arrays: a copy that changes the layout, in strips of rows (NumPy's own transposing
+copy takes 5.7 ns an element, in strips 1.1).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Callable
 
@@ -104,13 +106,18 @@ class RowChain(Pending):
         return self.first_row.dtype
 
     def _rows(self, start: int, stop: int) -> np.ndarray:
-        x = self._source[start:stop]
+        return self.rows_at(slice(start, stop))
+
+    def rows_at(self, rows) -> np.ndarray:
+        """The value's rows `rows` (a slice, or an array of row numbers in range)."""
+        x = self._source[rows]
+        count = len(x)
         whole = self._source.shape
         for node, flowing, args, read_constant in self._stages:
             if read_constant is not None:
                 x = read_constant(node, flowing, x)
             if node.layer.op_type != "Reshape":
-                block = [x if i == flowing else _rows_of(a, x.ndim, start, stop) for i, a in enumerate(args)]
+                block = [x if i == flowing else _rows_of(a, x.ndim, rows) for i, a in enumerate(args)]
                 try:
                     out = node.op.run(*block)
                 except Exception as exc:  # noqa: BLE001 - reported at its layer, as the plan's folding does
@@ -118,7 +125,7 @@ class RowChain(Pending):
                     raise self._located(node, exc, shown) from None
                 x = out[0] if isinstance(out, tuple) else out
             whole = tuple(node.types[0].shape)
-            x = x.reshape((stop - start,) + whole[1:])
+            x = x.reshape((count,) + whole[1:])
         return x
 
     def write_into(self, dest: np.ndarray) -> None:
@@ -155,12 +162,12 @@ class RowChain(Pending):
         self.release_after.clear()
 
 
-def _rows_of(a, ndim: int, start: int, stop: int):
-    """Side input `a`'s part for output rows [start, stop) of an elementwise layer of rank `ndim`
-    (whole where it broadcasts along the leading axis)."""
+def _rows_of(a, ndim: int, rows):
+    """Side input `a`'s part for output rows `rows` of an elementwise layer of rank `ndim` (whole
+    where it broadcasts along the leading axis)."""
     if not isinstance(a, np.ndarray) or a.ndim < ndim or a.shape[0] == 1:
         return a
-    return a[start:stop]
+    return a[rows]
 
 
 def may_start(node, value) -> bool:
@@ -242,3 +249,72 @@ def write_weight(dest: np.ndarray, value) -> None:
         value.write_into(dest)
     else:
         copy_into(dest, value)
+
+
+class GatheredRows:
+    """The op of a Gather step whose table is a chain folded by rows that nothing else reads (an
+    LLM's compressed embeddings, `Const u8 -> Convert -> Subtract -> Multiply -> Gather`, as
+    OpenVINO's GatherCompressed): the rows asked for are computed at each call, the table never
+    (a 32000 x 2048 table: 250 MiB of f32 not made).  Integer indices, a constant axis 0, no batch
+    dims; an index outside [-n, n-1] gives zeros, as Gather's.  Never cut into halves
+    (irrun/split_steps.py)."""
+
+    outputs_are_new = True
+    foldable = False
+    whole_only = True
+
+    def __init__(self, layer_op):
+        self.attrs = layer_op.attrs
+
+    def run_replaced(self) -> bool:
+        return False
+
+    def run(self, table: RowChain, indices: np.ndarray, axis=None) -> np.ndarray:
+        n = table.shape[0]
+        flat = indices.reshape(-1)
+        if flat.dtype.kind == "u":
+            inside = flat < n
+            rows = table.rows_at(np.where(inside, flat, 0).astype(np.int64))
+        else:
+            flat = flat.astype(np.int64, copy=False)
+            inside = (flat >= -n) & (flat < n)
+            rows = table.rows_at(np.where(inside, flat % n, 0))
+        if not inside.all():
+            rows[~inside] = 0
+        return rows.reshape(indices.shape + table.shape[1:])
+
+    def bind(self, info):
+        return self.run
+
+
+def gathers_rows(plan, step) -> bool:
+    """Whether `step` is a Gather of rows (constant axis 0, no batch dims, integer indices) from a
+    table the plan holds as a chain folded by rows."""
+    if step.node.layer.op_type != "Gather" or len(step.inputs) != 3 or step.op.run_replaced() \
+            or (step.op.attrs.get("batch_dims") or 0) != 0:
+        return False
+    axis = plan.constants.get(step.inputs[2])
+    indices = plan.analysis.type_of(step.node.inputs[1])
+    return isinstance(plan.constants.get(step.inputs[0]), RowChain) and isinstance(axis, np.ndarray) \
+        and axis.size == 1 and int(axis.reshape(-1)[0]) == 0 and indices is not None \
+        and indices.etype.carrier is not None and indices.etype.carrier.kind in "iu"
+
+
+def tables_gathered_by_rows(plan, steps: list) -> set[int]:
+    """The slots of chains folded by rows that only such Gathers read (`gathers_rows`): left as
+    chains, their steps made `GatheredRows` (`gathered_rows_steps`)."""
+    readers: dict[int, list[bool]] = {}
+    for step in steps:
+        for i, s in enumerate(step.inputs):
+            readers.setdefault(s, []).append(i == 0 and gathers_rows(plan, step))
+    return {s for s, v in plan.constants.items() if isinstance(v, RowChain) and s not in plan.result_slots
+            and readers.get(s) and all(readers[s])}
+
+
+def gathered_rows_steps(plan, steps: list) -> list:
+    """`steps` with each Gather from a table left as a chain running `GatheredRows`."""
+    tables = getattr(plan, "tables_by_rows", ())
+    if not tables:
+        return steps
+    return [replace(step, op=GatheredRows(step.op)) if step.inputs and step.inputs[0] in tables
+            and not step.members and step.op is step.node.op else step for step in steps]

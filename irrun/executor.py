@@ -39,7 +39,7 @@ import numpy as np
 from . import fast_loop, float_errors, process_pair, threads
 from .fast_loop import straight_line
 from .analysis import SINK_TYPES, Analysis, Node
-from .blockwise_folding import Pending, RowChain, flowing_input, may_start
+from .blockwise_folding import Pending, RowChain, flowing_input, may_start, tables_gathered_by_rows
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
@@ -290,7 +290,8 @@ class Plan:
             pages = GemvWeightPages(self, steps, list(joined))
             lay_out_gemm_weights(self, steps, release, pages)
             pages.move_the_rest(release)
-            for s in [s for s, v in self.constants.items() if isinstance(v, Pending)]:
+            self.tables_by_rows = tables_gathered_by_rows(self, steps)
+            for s in [s for s, v in self.constants.items() if isinstance(v, Pending) and s not in self.tables_by_rows]:
                 self._materialised(s)
             for j in joined.values():
                 j.view_members(self)        # (where the joined weight now lies)
@@ -701,7 +702,8 @@ class Plan:
         None when neither holds it (a folded tensor the plan dropped once no step needed it)."""
         s = self.slot_of.get(src)
         if s in self.constants:
-            return self.constants[s]
+            value = self.constants[s]
+            return value.value() if isinstance(value, Pending) else value   # (a table Gathers read by rows)
         t = self.analysis.type_of(src)
         return None if t is None else t.value
 

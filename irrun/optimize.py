@@ -67,7 +67,7 @@ import numpy as np
 
 from . import threads
 from .analysis import SINK_TYPES, Node
-from .blockwise_folding import write_weight
+from .blockwise_folding import gathered_rows_steps, write_weight
 from .errors import IrrunError
 from .grouped_attention import fuse_grouped_attention
 from .kv_caches import grow_kv_caches_in_place
@@ -186,7 +186,7 @@ def rewrite(plan, steps: list, keep: frozenset) -> list:
     in `keep`), 1x1 convolutions writing channels-last for the depthwise ones they feed, and KV
     caches grown in place."""
     pinned = _pinned(plan, steps, keep)
-    steps = fuse_grouped_attention(plan, sibling_steps(plan, steps), pinned)
+    steps = fuse_grouped_attention(plan, sibling_steps(plan, gathered_rows_steps(plan, steps)), pinned)
     steps = fuse_rms_norms(plan, fuse_rotary_embeddings(plan, steps, pinned), pinned)
     steps = _fuse_chains(plan, _pools_first(plan, steps, keep), keep)
     _channels_last_into_depthwise(plan, steps)

@@ -12,7 +12,7 @@ import pytest
 import irrun
 from irrun import blockwise_folding, huge_pages
 from irrun.blockwise_folding import RowChain, copy_into
-from ovutil import CPU_F32_EXACT, assert_close, compile_cpu, save
+from ovutil import CPU_F32_EXACT, assert_blas_close, assert_close, compile_cpu, save
 from test_precision import COMPRESSIONS, nncf_weight
 
 RNG = np.random.default_rng(11)
@@ -151,3 +151,44 @@ def test_f16_arithmetic_folded_by_rows_is_rounded_where_openvino_folds_it_in_f16
     assert np.array_equal(got, want) and np.array_equal(got, got.astype(np.float16).astype(np.float32))
     expected = compile_cpu(xml, CPU_F32_EXACT)(feeds)[0]
     assert_close(next(iter(by_rows.infer(feeds).values())), np.asarray(expected))
+
+
+def _embedding_model(tied: bool, index_type=ov.Type.i64) -> ov.Model:
+    """Token ids through a compressed embedding table (NNCF's int8 embeddings: OpenVINO's
+    GatherCompressed), then a product; the table also the head's weight where `tied`."""
+    ids = ops.parameter([-1], index_type, name="ids")
+    table = nncf_weight(shape=(N, K), **COMPRESSIONS["int8_asym"])
+    hidden = ops.gather(table, ids, ops.constant(np.int64(0)))
+    head = table if tied else nncf_weight(shape=(N, K), **COMPRESSIONS["int4_asym_g16"])
+    return ov.Model([ops.result(ops.matmul(hidden, head, False, True)), ops.result(hidden)], [ids])
+
+
+@pytest.mark.parametrize("tied, index_type", [(False, np.int64), (False, np.int32), (True, np.int64)],
+                         ids=["own_head", "own_head_i32", "tied"])
+def test_a_compressed_table_only_gathers_read_stays_compressed(tied, index_type, chains_written, tmp_path):
+    """Rows of a compressed embedding table are computed as a Gather asks for them (negative ids
+    from the end, ids out of range zeros, as Gather's), the table never made; tied to the head,
+    it is made whole once."""
+    xml = save(_embedding_model(tied, ov.Type.i32 if index_type == np.int32 else ov.Type.i64), tmp_path / "m.xml")
+    model = irrun.load(xml)
+    plan = model._plan
+    gathers = [s for s in plan.main.steps if s.node.layer.op_type == "Gather"]
+    assert (type(gathers[0].op).__name__ == "GatheredRows") != tied
+    assert bool(plan.tables_by_rows) != tied
+    one_by_one = irrun.load(xml, optimize=False)
+    compiled = compile_cpu(xml, CPU_F32_EXACT)
+    for ids in ([5], [0, N - 1, 17, 5], [-1, -N, 3]):
+        feeds = {"ids": np.array(ids, index_type)}
+        got = list(model.infer(feeds).values())
+        for g, e in zip(got, compiled(feeds).values()):
+            assert_close(g, np.asarray(e))
+        plain = list(one_by_one.infer(feeds).values())
+        assert np.array_equal(got[1], plain[1])            # (the rows; the products' sums run in another order)
+        assert_blas_close(got[0], plain[0])
+    outside = {"ids": np.array([2, N, -N - 1], index_type)}
+    got, plain = list(model.infer(outside).values()), list(one_by_one.infer(outside).values())
+    assert np.array_equal(got[1], plain[1]) and not got[1][1:].any()
+    seen, plain = model.infer(outside, intermediates=True), one_by_one.infer(outside, intermediates=True)
+    assert list(seen) == list(plain) and any(k.startswith("Multiply") for k in seen)
+    for key in [k for k in plain if k.startswith(("Convert", "Subtract", "Multiply", "Gather"))]:
+        assert np.array_equal(seen[key], plain[key]), key
