@@ -150,7 +150,8 @@ def constant_bytes(plan) -> int:
             base = base.base
         if id(base) not in seen:
             seen.add(id(base))
-            total += base.nbytes if isinstance(base, np.ndarray) else value.nbytes
+            # (a table Gathers read by rows holds its compressed source, not its f32 value)
+            total += base.nbytes if isinstance(base, np.ndarray) else getattr(value, "held_bytes", value.nbytes)
     return total
 
 

@@ -77,6 +77,20 @@ class Pending:
         return out
 
 
+class PackedConstant(Pending):
+    """A large 4-bit Const the plan holds as its `PackedRows` (irrun/weights.py): a chain folded by
+    rows may start from it, decompressing it block by block; anything else reads it whole."""
+
+    def __init__(self, packed):
+        self.packed, self.shape, self.dtype = packed, packed.shape, packed.dtype
+
+    def write_into(self, dest: np.ndarray) -> None:
+        dest[...] = self.packed.decoded()
+
+    def value(self) -> np.ndarray:
+        return self.packed.decoded()
+
+
 class RowChain(Pending):
     """The value of a chain of row-wise layers folded from one large constant (see the module
     docstring)."""
@@ -86,7 +100,8 @@ class RowChain(Pending):
         self._stages: list[tuple] = []     # (node, flowing input index, args as read, read_constant)
         self._located = located            # (node, exception, args) -> the error to raise
         self._release = release
-        self.release_after: list[np.ndarray] = []   # originals to let go once the value is written
+        # originals to let go once the value is written (a 4-bit source read by rows: its file pages)
+        self.release_after: list = [] if isinstance(source, np.ndarray) else [source]
         self.first_row: np.ndarray | None = None
         self.shape = tuple(source.shape)
 
@@ -104,6 +119,13 @@ class RowChain(Pending):
     @property
     def dtype(self) -> np.dtype:
         return self.first_row.dtype
+
+    @property
+    def held_bytes(self) -> int:
+        """What the recipe holds: its source (packed, where read by rows) and its layers' other inputs."""
+        source = self._source
+        total = source.nbytes if isinstance(source, np.ndarray) else source.row_bytes * source.shape[0]
+        return total + sum(a.nbytes for _, _, args, _ in self._stages for a in args if isinstance(a, np.ndarray))
 
     def _rows(self, start: int, stop: int) -> np.ndarray:
         return self.rows_at(slice(start, stop))
@@ -174,10 +196,13 @@ def may_start(node, value) -> bool:
     """Whether a chain folded by rows may start at `node` from its constant input `value`: a large
     one, through a layer that computes (arithmetic, a Convert to another type), not one that hands
     its input on as it is (a Reshape, a Convert to the type it has: the f32 weights of an f16 IR,
-    widened as they are read)."""
-    if not isinstance(value, np.ndarray) or value.size < SMALLEST_ELEMENTS or value.ndim < 1:
+    widened as they are read), unless it is a 4-bit Const read by rows (nf4's f32 codebook values
+    converted to f16, which irrun carries in f32)."""
+    if not isinstance(value, (np.ndarray, PackedConstant)) or value.size < SMALLEST_ELEMENTS or value.ndim < 1:
         return False
     op_type = node.layer.op_type
+    if isinstance(value, PackedConstant):
+        return True
     if op_type == "Convert":
         return node.op.attrs.destination_type.carrier != value.dtype
     return op_type != "Reshape"
@@ -190,7 +215,8 @@ def flowing_input(node, args: list) -> int | None:
     op_type = node.layer.op_type
     out = node.types[0] if node.types and len(node.types) == 1 else None
     if op_type not in ROW_WISE or out is None or out.shape is None or not out.shape \
-            or not all(isinstance(d, int) for d in out.shape) or not all(isinstance(a, (np.ndarray, RowChain)) for a in args):
+            or not all(isinstance(d, int) for d in out.shape) \
+            or not all(isinstance(a, (np.ndarray, RowChain, PackedConstant)) for a in args):
         return None
     shape = tuple(out.shape)
     rows = shape[0]

@@ -39,7 +39,7 @@ import numpy as np
 from . import fast_loop, float_errors, process_pair, threads
 from .fast_loop import straight_line
 from .analysis import SINK_TYPES, Analysis, Node
-from .blockwise_folding import Pending, RowChain, flowing_input, may_start, tables_gathered_by_rows
+from .blockwise_folding import PackedConstant, Pending, RowChain, flowing_input, may_start, tables_gathered_by_rows
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
@@ -232,8 +232,11 @@ class Plan:
                 folded(node)
                 self.folded_before.setdefault(len(steps), []).append(node)
                 continue
-            if _known(node):
-                for i, t in enumerate(types):
+            packed = getattr(node.op, "packed", None)
+            if _known(node) or packed is not None:
+                if packed is not None:      # (a large 4-bit Const, read by rows as asked)
+                    self.constants[slot((lid, 0))] = PackedConstant(packed)
+                for i, t in enumerate(types if packed is None else ()):
                     self.constants[slot((lid, i))] = t.value
                 folded(node)
                 self.folded_before.setdefault(len(steps), []).append(node)
@@ -281,6 +284,7 @@ class Plan:
         for step in steps:
             step.key_name = self.key_names[step.node.id]
         self.layer_steps = steps          # one step per layer run, as folded at load (variants start here)
+        self.tables_by_rows: set[int] = set()
         if optimize:
             from .huge_pages import GemvWeightPages
             from .optimize import lay_out_gemm_weights
@@ -291,8 +295,9 @@ class Plan:
             lay_out_gemm_weights(self, steps, release, pages)
             pages.move_the_rest(release)
             self.tables_by_rows = tables_gathered_by_rows(self, steps)
-            for s in [s for s, v in self.constants.items() if isinstance(v, Pending) and s not in self.tables_by_rows]:
-                self._materialised(s)
+        for s in [s for s, v in self.constants.items() if isinstance(v, Pending) and s not in self.tables_by_rows]:
+            self._materialised(s)
+        if optimize:
             for j in joined.values():
                 j.view_members(self)        # (where the joined weight now lies)
         # What every call starts from: the constants in their slots.
@@ -325,7 +330,7 @@ class Plan:
         elif not may_start(node, data):
             return None
         else:
-            data = RowChain(data, self._located, self.release)
+            data = RowChain(data.packed if isinstance(data, PackedConstant) else data, self._located, self.release)
         args = [None if i == flowing else self._materialised(s) for i, s in enumerate(ins)]
         if read_constant is not None:
             args = [a if a is None else read_constant(node, i, a) for i, a in enumerate(args)]

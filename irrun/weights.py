@@ -13,6 +13,10 @@ from .errors import ModelError
 from .etypes import ElementType
 
 MAX_CONST_ELEMENTS = 1 << 40
+# 4-bit Consts of this many elements or more are read by rows, as asked (`PackedRows`): none that
+# shape inference folds (analysis.FOLD_LIMIT), each one a chain folded by rows may start from
+# (irrun/blockwise_folding.SMALLEST_ELEMENTS)
+ROWS_AS_ASKED_FROM = 1 << 18
 
 
 class Weights:
@@ -57,9 +61,23 @@ class Weights:
         return last - first
 
     def release(self, array) -> int:
-        """`array` (a Const's data) is no longer needed: its pages leave memory."""
+        """`array` (a Const's data, or its `PackedRows`) is no longer needed: its pages leave memory."""
+        if isinstance(array, PackedRows) and array.weights is self and isinstance(self._map, mmap.mmap):
+            return self._drop(array.offset, array.offset + array.row_bytes * array.shape[0])
         span = self._span(array)
         return self._drop(*span) if span else 0
+
+    def packed_rows(self, offset: int, size: int, etype: ElementType, shape: tuple[int, ...]) -> "PackedRows | None":
+        """The Const's data to be read by rows (see `PackedRows`), or None where it is read whole: not
+        4-bit, under ROWS_AS_ASKED_FROM elements, rows not whole bytes, or not readable (`check`)."""
+        if etype.bits != 4 or etype.decode is None or len(shape) < 2 or self.check(offset, size, etype, shape):
+            return None
+        width = 1
+        for d in shape[1:]:
+            width *= d
+        if width % 2 or width * shape[0] < ROWS_AS_ASKED_FROM:
+            return None
+        return PackedRows(self, offset, etype, tuple(shape), width)
 
     def check_unchanged(self) -> None:
         """Refuse to read a .bin that shrank since it was mapped.
@@ -124,3 +142,35 @@ class Weights:
             # memory now, an int4 model's packed weights no longer held beside its unpacked ones)
             self._drop(offset, offset + size)
         return array.reshape(shape)
+
+
+class PackedRows:
+    """A large 4-bit Const (u4, i4, nf4, f4e2m1: an LLM's compressed weight) read a block of rows at
+    a time, as asked (`rows[i:j]`, or an array of row numbers), never unpacked whole unless asked
+    (`decoded`): the plan's chains folded by rows decompress it block by block (irrun/
+    blockwise_folding.py), where reading it whole first made a byte of every value (a 266M-parameter
+    decoder's 266 MB, on top of its f32 weights).  Shape inference knows its shape, not its values."""
+
+    def __init__(self, weights: Weights, offset: int, etype: ElementType, shape: tuple[int, ...], width: int):
+        self.weights, self.offset, self.etype, self.shape = weights, offset, etype, shape
+        self.row_bytes = width * etype.bits // 8
+        self._width = width
+        self.dtype = etype.carrier
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self._width
+
+    def __getitem__(self, rows) -> np.ndarray:
+        packed = np.frombuffer(self.weights._buffer, np.uint8, count=self.row_bytes * self.shape[0],
+                               offset=self.offset).reshape(self.shape[0], self.row_bytes)[rows]
+        return self.etype.decode(np.ascontiguousarray(packed).data, packed.shape[0] * self._width
+                                 ).reshape((packed.shape[0],) + self.shape[1:])
+
+    def decoded(self) -> np.ndarray:
+        """The whole value, as `Weights.read` gives it."""
+        return self[:]

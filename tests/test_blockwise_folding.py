@@ -192,3 +192,42 @@ def test_a_compressed_table_only_gathers_read_stays_compressed(tied, index_type,
     assert list(seen) == list(plain) and any(k.startswith("Multiply") for k in seen)
     for key in [k for k in plain if k.startswith(("Convert", "Subtract", "Multiply", "Gather"))]:
         assert np.array_equal(seen[key], plain[key]), key
+
+
+@pytest.mark.parametrize("name", ["int4_asym_g16", "int4_sym_g32", "nf4_g32", "nvfp4"])
+@pytest.mark.parametrize("optimize", [True, False], ids=["optimized", "plain"])
+def test_large_4_bit_weights_are_read_by_rows(name, optimize, monkeypatch, tmp_path):
+    """4-bit Consts of weights.ROWS_AS_ASKED_FROM elements or more are never unpacked whole where
+    the plan folds them by rows (shape inference knows their shapes only); read whole otherwise
+    (`optimize=False`, a Result of the Const itself).  OpenVINO's outputs, the folded weights' bits
+    as read whole, and the Consts as watchers see them."""
+    from irrun.weights import PackedRows, Weights
+    monkeypatch.setattr(blockwise_folding, "SMALLEST_ELEMENTS", 1 << 18)
+    x = ops.parameter([1, 512], ov.Type.f32, name="x")
+    y = ops.matmul(x, nncf_weight(shape=(512, 512), **COMPRESSIONS[name]), False, True)
+    stored = ops.constant(RNG.integers(0, 16, (512, 512)).astype(np.uint8), dtype=ov.Type.u4)
+    xml = save(ov.Model([ops.result(y), ops.result(stored)], [x]), tmp_path / "m.xml")
+    wholes = []
+    decoded = PackedRows.decoded
+    monkeypatch.setattr(PackedRows, "decoded", lambda self: wholes.append(self.shape) or decoded(self))
+    model = irrun.load(xml, optimize=optimize)
+    # (optimized, only the Result's Const is read whole; plain, the weight too)
+    assert wholes[-1] == (512, 512) and len(wholes) == (1 if optimize else 2)
+    read = []
+    monkeypatch.setattr(Weights, "read", lambda self, *a, _r=Weights.read: read.append(a[3]) or _r(self, *a))
+    feeds = {"x": (RNG.standard_normal((1, 512)) * 0.05).astype(np.float32)}
+    got = list(model.infer(feeds).values())
+    expected = list(compile_cpu(xml, CPU_F32_EXACT)(feeds).values())
+    assert_close(got[0], np.asarray(expected[0]))
+    assert got[1].shape == (512, 512) and got[1].dtype == np.uint8     # (OpenVINO gives the packed bytes)
+    monkeypatch.setattr(PackedRows, "decoded", decoded)
+    with monkeypatch.context() as m:
+        m.setattr("irrun.ops.infrastructure.Constant.packed", None)
+        m.setattr(Weights, "packed_rows", lambda self, *a: None)
+        whole = irrun.load(xml, optimize=optimize)
+    assert np.array_equal(_weights(model)[0], _weights(whole)[0])
+    assert np.array_equal(got[1], list(whole.infer(feeds).values())[1])
+    seen, plain = model.infer(feeds, intermediates="all"), whole.infer(feeds, intermediates="all")
+    for key in [k for k in plain if k.startswith(("Constant", "Convert", "Subtract", "Multiply"))]:
+        assert np.array_equal(seen[key], plain[key]), key
+    assert irrun.validate(xml).ok

@@ -30,6 +30,9 @@ class Constant(Op):
         weights = self.context.weights
         if weights is None:  # reported once for the model (E-BIN-MISSING); the shape is still known
             return [TensorType(shape, etype)]
+        self.packed = weights.packed_rows(self.attrs.offset, self.attrs.size, etype, shape)
+        if self.packed is not None:     # (read by the plan, by rows: irrun/blockwise_folding.py)
+            return [TensorType(shape, etype)]
         try:   # `read` checks the range and size first (once: Consts are a third of a big model)
             value = weights.read(self.attrs.offset, self.attrs.size, etype, shape)
         except ModelError as exc:
@@ -37,6 +40,8 @@ class Constant(Op):
                 raise
             raise ModelError(f"Const data: {exc.message}", code=exc.code) from None
         return [TensorType(shape, etype, value=value)]
+
+    packed = None
 
     def run(self):
         return self.context.weights.read(self.attrs.offset, self.attrs.size, self.attrs.element_type,
