@@ -3,7 +3,8 @@
 The plan lists the live ops in topological order with their kernels bound and
 their inputs and outputs as slot indices.  Everything computable from
 constants alone is computed at load (f16 weights decompressed once, static
-shape arithmetic).  Each intermediate is dropped after its last consumer, an
+shape arithmetic; large weights by rows, straight to where they are to live:
+irrun/blockwise_folding.py).  Each intermediate is dropped after its last consumer, an
 output nobody reads right after it is made.
 
 Binding.  An op may specialise its kernel for the types known at load by
@@ -232,12 +233,11 @@ class Plan:
                 folded(node)
                 self.folded_before.setdefault(len(steps), []).append(node)
                 continue
-            packed = getattr(node.op, "packed", None)
+            packed = getattr(node.op, "packed", None)       # (a large 4-bit Const, read by rows as asked)
             if _known(node) or packed is not None:
-                if packed is not None:      # (a large 4-bit Const, read by rows as asked)
-                    self.constants[slot((lid, 0))] = PackedConstant(packed)
-                for i, t in enumerate(types if packed is None else ()):
-                    self.constants[slot((lid, i))] = t.value
+                values = [PackedConstant(packed)] if packed is not None else [t.value for t in types]
+                for i, value in enumerate(values):
+                    self.constants[slot((lid, i))] = value
                 folded(node)
                 self.folded_before.setdefault(len(steps), []).append(node)
                 continue

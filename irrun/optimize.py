@@ -181,10 +181,11 @@ def _head_ok(step) -> bool:
 # ---------------------------------------------------------------- finding chains
 
 def rewrite(plan, steps: list, keep: frozenset) -> list:
-    """The steps with grouped-query attention over its unexpanded keys and values, rotary
-    embeddings and RMS norms as one step each, every chain fused (none hiding an output of a layer
-    in `keep`), 1x1 convolutions writing channels-last for the depthwise ones they feed, and KV
-    caches grown in place."""
+    """The steps with Gathers from compressed tables computing their rows (irrun/blockwise_folding.py),
+    one-row products of joined weights (irrun/sibling_products.py), grouped-query attention over
+    its unexpanded keys and values, rotary embeddings and RMS norms as one step each, every chain
+    fused (none hiding an output of a layer in `keep`), 1x1 convolutions writing channels-last for
+    the depthwise ones they feed, and KV caches grown in place."""
     pinned = _pinned(plan, steps, keep)
     steps = fuse_grouped_attention(plan, sibling_steps(plan, gathered_rows_steps(plan, steps)), pinned)
     steps = fuse_rms_norms(plan, fuse_rotary_embeddings(plan, steps, pinned), pinned)
