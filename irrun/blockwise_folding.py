@@ -152,20 +152,7 @@ class RowChain(Pending):
 
     def write_into(self, dest: np.ndarray) -> None:
         """The value computed into `dest` (its shape), block by block, the blocks on every core."""
-        rows = self.shape[0]
-        width = max(self.size // max(rows, 1), 1)
-        step = max(BLOCK_ELEMENTS // width, 1)
-        across = _across(dest)
-        if across:
-            step = max(step // STRIP_ROWS, 1) * STRIP_ROWS
-
-        def part(start: int, stop: int) -> None:
-            for r in range(start, stop, step):
-                block = self._rows(r, min(r + step, stop))
-                _write(dest[r:r + len(block)], block, across)
-
-        parts = threads.parts_for(self.size)
-        threads.run_parts(part, threads.bounds(rows, parts) if rows >= parts * step else [(0, rows)])
+        _write_by_rows(dest, self._rows, _across(dest))
         self._let_go()
 
     def value(self) -> np.ndarray:
@@ -241,12 +228,26 @@ def _across(dest: np.ndarray) -> bool:
     return dest.ndim == 2 and dest.shape[0] > 1 and dest.shape[1] > 1 and dest.strides[0] < dest.strides[1]
 
 
-def _write(dest: np.ndarray, block: np.ndarray, across: bool) -> None:
-    if not across:
-        dest[...] = block
-        return
-    for r in range(0, len(block), STRIP_ROWS):
-        dest[r:r + STRIP_ROWS] = block[r:r + STRIP_ROWS]
+def _write_by_rows(dest: np.ndarray, rows_of: Callable[[int, int], np.ndarray], across: bool) -> None:
+    """dest[i:j] = rows_of(i, j) over all of dest's rows, in blocks of about BLOCK_ELEMENTS, the
+    blocks in parts on every core; where `across`, each block written in strips of STRIP_ROWS."""
+    rows = dest.shape[0]
+    size = int(np.prod(dest.shape, dtype=np.int64))
+    step = max(BLOCK_ELEMENTS // max(size // max(rows, 1), 1), 1)
+    if across:
+        step = max(step // STRIP_ROWS, 1) * STRIP_ROWS
+
+    def part(start: int, stop: int) -> None:
+        for r in range(start, stop, step):
+            block = rows_of(r, min(r + step, stop))
+            if not across:
+                dest[r:r + len(block)] = block
+                continue
+            for at in range(0, len(block), STRIP_ROWS):
+                dest[r + at:r + min(at + STRIP_ROWS, len(block))] = block[at:at + STRIP_ROWS]
+
+    parts = threads.parts_for(size)
+    threads.run_parts(part, threads.bounds(rows, parts) if rows >= parts * step else [(0, rows)])
 
 
 def copy_into(dest: np.ndarray, source: np.ndarray) -> None:
@@ -255,18 +256,7 @@ def copy_into(dest: np.ndarray, source: np.ndarray) -> None:
     if source.ndim != 2 or source.size < SMALLEST_ELEMENTS:
         dest[...] = source
         return
-    across = _across(dest) and not _across(source)
-    step = max(BLOCK_ELEMENTS // max(source.shape[1], 1), 1)
-    if across:
-        step = max(step // STRIP_ROWS, 1) * STRIP_ROWS
-
-    def part(start: int, stop: int) -> None:
-        for r in range(start, stop, step):
-            _write(dest[r:min(r + step, stop)], source[r:min(r + step, stop)], across)
-
-    rows = source.shape[0]
-    parts = threads.parts_for(source.size)
-    threads.run_parts(part, threads.bounds(rows, parts) if rows >= parts * step else [(0, rows)])
+    _write_by_rows(dest, lambda i, j: source[i:j], _across(dest) and not _across(source))
 
 
 def write_weight(dest: np.ndarray, value) -> None:
