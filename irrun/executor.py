@@ -607,8 +607,9 @@ class Plan:
             slots[s] = feeds[pid]
         quiet = float_errors.ignore()
         try:
-            # (a paired run sets its own threads: none of the pool's, BLAS on one)
-            if watchers or not self._run_paired(slots):
+            # (a paired run sets its own threads: none of the pool's, BLAS on one; a plan found not
+            # to pair, `_pair` False, asks no more)
+            if watchers or self._pair is False or not self._run_paired(slots):
                 if self._pair:
                     self._pair.sleep()      # (not spinning beside this run)
                 with (threads.network_parts() if self.convolution_network else

@@ -65,6 +65,9 @@ MIN_PART_ELEMENTS = 1 << 19
 _lock = threading.Lock()
 _threads: int | None = None        # the count in force (None: not decided yet)
 _blas_limiter = None               # threadpoolctl's controller, once looked up (False: none found)
+# whether there is one, once looked up (a plain bool: the controller's truth is its __len__, 0.05 us a
+# test, three a convolution network's run)
+_blas_found: bool | None = None
 
 
 class _PartState(threading.local):
@@ -131,13 +134,14 @@ def set_threads(n: int | None) -> int:
 
 
 def _blas_controller():
-    global _blas_limiter
+    global _blas_limiter, _blas_found
     if _blas_limiter is None:
         try:
             from threadpoolctl import ThreadpoolController
             _blas_limiter = ThreadpoolController()
         except Exception:  # noqa: BLE001 - without threadpoolctl BLAS keeps its own count
             _blas_limiter = False
+        _blas_found = bool(_blas_limiter)
     return _blas_limiter or None
 
 
@@ -221,7 +225,7 @@ class _SingleThreadedBlas:
     release called rather than `with _lock`: 1.3 us that way)."""
 
     def __enter__(self):
-        if not _blas_limiter and _blas_controller() is None:   # (BLAS keeps its threads: GEMMs stay whole)
+        if not _blas_found and _blas_controller() is None:   # (BLAS keeps its threads: GEMMs stay whole)
             return
         _lock.acquire()     # (0.08 us, where `with _lock` takes 0.15)
         try:
@@ -230,7 +234,7 @@ class _SingleThreadedBlas:
             _lock.release()
 
     def __exit__(self, kind, exc, trace):
-        if not _blas_limiter:
+        if not _blas_found:
             return
         _lock.acquire()
         try:
@@ -254,7 +258,7 @@ def single_threaded_blas() -> _SingleThreadedBlas:
 _spinning_runs = 0                 # `network_parts` blocks in progress (threads sharing models)
 
 
-class network_parts:
+class _NetworkParts:
     """A convolution network's run (`executor.Plan.convolution_network`): BLAS on one thread
     (`single_threaded_blas`), and the pool's threads waiting for their next part spinning until
     the last such run ends, then asleep again (`_park_spinning_workers`).  (A class: see
@@ -266,7 +270,7 @@ class network_parts:
 
     def __enter__(self):
         global _spinning_runs
-        limiting = _blas_limiter or _blas_controller() is not None
+        limiting = _blas_found or _blas_controller() is not None
         _lock.acquire()
         try:
             _spinning_runs += 1
@@ -287,10 +291,19 @@ class network_parts:
                     _park_spinning_workers()
                 finally:
                     _workers_taken.release()
-            if _blas_limiter:
+            if _blas_found:
                 _release_blas()
         finally:
             _lock.release()
+
+
+_NETWORK_PARTS = _NetworkParts()
+
+
+def network_parts() -> _NetworkParts:
+    """The block of a convolution network's run (`_NetworkParts`; one object: its state is the
+    module's, and a run makes none)."""
+    return _NETWORK_PARTS
 
 
 def _park_spinning_workers() -> None:

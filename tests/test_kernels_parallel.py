@@ -649,6 +649,7 @@ def test_without_threadpoolctl_blas_keeps_its_threads_and_gemms_stay_whole(two_t
     """Where threadpoolctl cannot hold BLAS to one thread, kernels must not cut their GEMMs into
     parts (each would run on BLAS's threads too)."""
     monkeypatch.setattr(threads, "_blas_limiter", False)
+    monkeypatch.setattr(threads, "_blas_found", False)
     with threads.single_threaded_blas():
         assert not threads.pool_owns_cores()
     monkeypatch.undo()
