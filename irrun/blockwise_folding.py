@@ -29,12 +29,14 @@ from typing import Callable
 import numpy as np
 
 from . import threads
+from .weights import ROWS_AS_ASKED_FROM
 
 #: Ops whose folded value a chain computes a block of rows at a time.
 ELEMENTWISE = frozenset({"Convert", "Subtract", "Multiply", "Add"})
 ROW_WISE = ELEMENTWISE | {"Reshape"}
-#: A chain starts at a constant of this many elements or more (smaller ones fold as before).
-SMALLEST_ELEMENTS = 1 << 18
+#: A chain starts at a constant of this many elements or more (smaller ones fold as before): the
+#: size from which 4-bit Consts are read by rows, for chains to start from.
+SMALLEST_ELEMENTS = ROWS_AS_ASKED_FROM
 # A block of rows holds about this many elements (each layer's temporaries stay in the core's L2).
 BLOCK_ELEMENTS = threads.PASS_BLOCK_ELEMENTS
 # Rows written at a time into a destination of another layout: a strip's row ends are then

@@ -14,7 +14,7 @@ from .etypes import ElementType
 
 MAX_CONST_ELEMENTS = 1 << 40
 # 4-bit Consts of this many elements or more are read by rows, as asked (`PackedRows`): none that
-# shape inference folds (analysis.FOLD_LIMIT), each one a chain folded by rows may start from
+# shape inference folds (analysis.FOLD_LIMIT); from this size too chains folded by rows start
 # (irrun/blockwise_folding.SMALLEST_ELEMENTS)
 ROWS_AS_ASKED_FROM = 1 << 18
 

@@ -12,7 +12,7 @@ import pytest
 import irrun
 from irrun import blockwise_folding, huge_pages
 from irrun.blockwise_folding import RowChain, copy_into
-from ovutil import CPU_F32_EXACT, assert_blas_close, assert_close, compile_cpu, save
+from ovutil import CPU_F32_EXACT, assert_blas_close, assert_close, compile_cpu, openvino_layer_outputs, save
 from test_precision import COMPRESSIONS, nncf_weight
 
 RNG = np.random.default_rng(11)
@@ -97,14 +97,18 @@ def test_a_weight_read_twice_and_a_step_seen_elsewhere_are_arrays_of_their_own(c
 
 
 def test_watchers_see_each_folded_layer_as_folded_one_by_one(chains_written, tmp_path):
+    """Each layer of a decompression folded by rows, as a watcher sees it: OpenVINO's value of that
+    layer (each made an output), and the bits of the layers folded one by one."""
     xml = save(_block(1, COMPRESSIONS["int4_asym_g16"]), tmp_path / "m.xml")
     x = RNG.standard_normal((1, K)).astype(np.float32)
     seen = irrun.load(xml).infer({"x": x}, intermediates=True)
     assert chains_written
+    expected = openvino_layer_outputs(xml, {"x": x})
     plain = irrun.load(xml, optimize=False).infer({"x": x}, intermediates=True)
     folded = [key for key in plain if key.split(":")[0].startswith(("Subtract", "Multiply", "Reshape", "Convert"))]
-    assert len(folded) >= 15
+    assert len(folded) >= 15 and all(key in expected for key in folded)
     for key in folded:
+        assert_close(seen[key], expected[key], what=key)
         assert np.array_equal(seen[key], plain[key]), key
 
 
@@ -219,7 +223,8 @@ def test_large_4_bit_weights_are_read_by_rows(name, optimize, monkeypatch, tmp_p
     got = list(model.infer(feeds).values())
     expected = list(compile_cpu(xml, CPU_F32_EXACT)(feeds).values())
     assert_close(got[0], np.asarray(expected[0]))
-    assert got[1].shape == (512, 512) and got[1].dtype == np.uint8     # (OpenVINO gives the packed bytes)
+    packed = np.asarray(expected[1]).reshape(-1)       # (OpenVINO gives u4 as its packed bytes, low nibble first)
+    assert got[1].dtype == np.uint8 and np.array_equal(got[1], np.stack([packed & 15, packed >> 4], -1).reshape(512, 512))
     monkeypatch.setattr(PackedRows, "decoded", decoded)
     with monkeypatch.context() as m:
         m.setattr("irrun.ops.infrastructure.Constant.packed", None)
