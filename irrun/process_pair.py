@@ -35,7 +35,8 @@ one-process results up to a GEMM's rounding.
   not replaced (the plan runs in one process from then on).  A parent's failure reports the
   layer as a one-process run does, and the worker drops that run.
 * Only where the halves can pay: Linux on x86-64 (fork; the spin-wait relies on x86's ordering
-  of stores), two or more threads (`--threads 1` keeps one process), static shapes, no state
+  of stores), two threads exactly (`--threads 1` keeps one process, and so do three or more: the
+  pair would use two cores of them, one process uses every one), static shapes, no state
   (ReadValue/Assign) or random layers, a network whose GEMMs run on BLAS's threads (a
   `blas_network`, or one whose `convolutions_wake_blas`: irrun/executor.py) whose split steps
   hold most of its multiply-adds and leave no large GEMM or convolution whole (it would run on
@@ -104,14 +105,22 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
 
 
+# The threads a paired run is for: the pair's two processes each hold BLAS to one thread, so with
+# more threads it would leave every core but two idle, where one process runs its GEMMs on all of
+# them through BLAS and its convolutions in parts on the pool (the pair was measured against those
+# on two cores only).
+PAIRED_THREADS = 2
+
+
 def wanted() -> bool:
-    """Whether paired runs are on for this process (IRRUN_PROCESSES, the platform, the threads)."""
+    """Whether paired runs are on for this process (IRRUN_PROCESSES, the platform, the threads:
+    PAIRED_THREADS exactly)."""
     setting = os.environ.get("IRRUN_PROCESSES", "").strip()
     if setting == "1" or setting.lower() in ("0", "off", "false", "no"):
         return False
     return (sys.platform.startswith("linux") and hasattr(os, "fork")
             and platform.machine().lower() in ("x86_64", "amd64")
-            and threads.threads() >= 2 and threads.available_cpus() >= 2)
+            and threads.threads() == PAIRED_THREADS and threads.available_cpus() >= PAIRED_THREADS)
 
 
 class _Abandon(Exception):
@@ -293,7 +302,8 @@ class Pair:
     # ------------------------------------------------------------ a run
     def run(self, slots: list) -> bool:
         """Run the program with the worker; False (nothing run) where this run must go alone: the
-        feeds are not the shapes the arena holds, another thread runs the pair, the worker is gone."""
+        feeds are not the shapes the arena holds, the threads are no longer PAIRED_THREADS, another
+        thread runs the pair, the worker is gone."""
         for s, view in self.feed_views:
             value = slots[s]
             if value.shape != view.shape or value.dtype != view.dtype:
@@ -301,7 +311,7 @@ class Pair:
         if self.generation != _generation:
             self.dead = True            # (a forked copy of the process that made the pair)
             return False
-        if threads.threads() < 2 or not self.lock.acquire(blocking=False):
+        if threads.threads() != PAIRED_THREADS or not self.lock.acquire(blocking=False):
             return False
         try:
             if self.alone and not self._worker_alive():

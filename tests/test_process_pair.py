@@ -503,10 +503,25 @@ def test_what_stays_in_one_process(tmp_path, paired, monkeypatch):
     m = irrun.load(xml, threads=1)
     m.infer(feeds)
     assert _pair(m) is False
+    # more threads than the pair's two: one process, whose BLAS and pool use them all
+    m = irrun.load(xml, threads=3)
+    m.infer(feeds)
+    assert _pair(m) is False
     threads.set_threads(2)
     m = irrun.load(xml)
     m.infer(feeds, intermediates=True)
     assert _pair(m) is None                       # (watched runs do not count towards pairing)
+    m.infer(feeds)
+    pair = _pair(m)
+    assert pair and _both_halves_ran(pair)
+    # a pair made on two threads runs alone once the process has more
+    threads.set_threads(4)
+    before = pair.run_number
+    alone, expected = m.infer(feeds), irrun.load(xml, threads=4).infer(feeds)
+    for key in expected:
+        assert_close(alone[key], expected[key], what=key)
+    assert pair.run_number == before
+    threads.set_threads(2)
     # a convolution network: its halves would gain little (the module's text)
     networks = _networks()
     g = networks.OpenVINOGraph("resnet")
