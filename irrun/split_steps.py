@@ -5,11 +5,8 @@ A step splits where each row of its output (along one axis) depends only on the 
 data: a MatMul's rows or batches, softmax's and a layer norm's rows, an elementwise chain's
 elements; a product by a constant weight along the weight's columns (weight first, column-major,
 for few rows (one: a classifier's) or a weight held [out, in]; else row-major, from COLUMNS_FROM
-output columns); a convolution along its output rows (each half reading the rows its window
-needs, padded only at the data's edge) or along its output channels (whole groups of a grouped
-one), whichever has each half read less (`_cut_reads`); each half of a convolution has a kernel
-bound to its shapes as the layer's own is (Winograd's transformed filter, im2col's laid-out
-one); a max pool and the layers after it that commute with it along the channels; a
+output columns); a convolution along its output rows or its output channels, each half with a
+kernel of its own (irrun/convolution_halves.py); a max pool and the layers after it that commute with it along the channels; a
 bidirectional recurrent sequence along its directions.  `splits_of` says
 which steps of a plan split, or that the plan runs in one process.
 """
@@ -20,6 +17,8 @@ from math import prod
 from typing import Callable
 
 import numpy as np
+
+from .convolution_halves import CONVOLUTIONS, convolution_cut, pooled_convolution_cut, with_attrs
 
 # a split step's estimated work (multiply-adds, or elements x passes) below which it runs whole
 # in both processes: a half's hand-off and its slicing cost 3-5 us.  (2^16: BERT's and the ViT's
@@ -164,174 +163,6 @@ def _row_wise_compute(plan, step, kind: str) -> Callable | None:
     return (lambda args: run(*args)), False
 
 
-_CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
-
-
-def _convolution_cut(plan, head, shape: tuple):
-    """(axis, where the halves meet, (first half's kernel, second's)) of a convolution by a constant
-    filter: along its output rows or its output channels, whichever has each process read less
-    (`_cut_reads`), else the one it can be cut along; None where neither."""
-    found = _filter_and_data(plan, head)
-    if found is None or len(shape) < 3:
-        return None
-    weight, data = found
-    windows = _row_windows(head, weight, data, shape)
-    by_channels = weight.shape[0] >= 2          # output channels, or groups
-    if by_channels and (windows is None or _cut_reads(head, weight, data, windows) == "channels"):
-        return (1,) + _convolution_halves(head, weight, data, shape)
-    if windows is not None:
-        return (2,) + _convolution_row_halves(head, weight, data, shape, windows)
-    return None
-
-
-def _pooled_convolution_cut(plan, op, shape: tuple):
-    """(1, where the halves meet, (first half's kernel, second's)) of a convolution with its max pool
-    inside (`Convolution.bind_pooled`), cut along its output channels (`_convolution_halves`, each
-    half's kernel bound with the pool); None where a half cannot be bound so (or the layer has
-    fewer than two output channels)."""
-    head = op.head_step
-    found = _filter_and_data(plan, head)
-    if found is None or head.node.layer.op_type != "Convolution" or found[0].shape[0] < 2:
-        return None
-    weight, data = found
-    pool = tuple(op.nodes[-1].op.kernel)
-    halves = _convolution_halves(head, weight, data, shape, lambda info: head.op.bind_pooled(info, pool))
-    return None if halves is None else (1,) + halves
-
-
-def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
-    """"rows" or "channels": whichever way of cutting a convolution has its larger half read fewer
-    elements of data and filter, along its output rows (its rows of the data and those beyond
-    them its windows need, all of the filter) or along its output channels (half of the filter,
-    all of the data; a grouped layer's half its groups' channels of it).  Cut along
-    the cheaper way, the paired YOLO-style net took 0.975-0.982 of its time cut along rows alone,
-    MobileNetV3 0.938-0.966, EfficientNet-B0 0.877-0.918 (two runs, each the median of 15
-    alternating blocks of 30 inferences in one process): layers of few rows and many channels no
-    longer read their whole filter in each half, nor depthwise layers their windows' extra rows
-    (by channels each half reads half of the data and none of it twice).  A 1x1 layer writing
-    channels-last for its depthwise one (irrun/optimize.py) is cut so too (MobileNetV3 0.962 of its
-    time against those layers by rows alone, EfficientNet-B0 0.951, 15 alternating blocks)."""
-    data_elements, filter_elements = prod(data.shape), weight.size
-    rows = max(read[1] - read[0] for _, _, read in windows[2]) / data.shape[2] * data_elements + filter_elements
-    units = weight.shape[0]
-    larger = (units - units // 2) / units
-    grouped = head.node.layer.op_type == "GroupConvolution"
-    channels = (larger if grouped else 1.0) * data_elements + larger * filter_elements
-    return "channels" if channels < rows else "rows"
-
-
-def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None):
-    """(where the output's channels are cut, (first half's kernel, second's)) for a convolution by
-    a constant filter of two or more output channels (groups): each half of the filter's output
-    channels (of its groups, for a grouped one, with those groups' input channels) gets a kernel
-    bound to it as the layer's own would be (Winograd's transformed filter, im2col's laid-out one),
-    or by `bind(info)` where given (None where that binds no kernel).
-    kernel(args) -> that half's output channels (a new array)."""
-    from .executor import StepInfo
-    from .registry import TensorType
-    grouped = head.node.layer.op_type == "GroupConvolution"
-    units = weight.shape[0]                 # output channels, or groups
-    per_unit = shape[1] // units if grouped else 1
-    inputs_per_unit = data.shape[1] // units if grouped else data.shape[1]
-    cut = units // 2
-    kernels = []
-    for start, stop in ((0, cut), (cut, units)):
-        w = weight[start:stop]
-        x_shape = list(data.shape)
-        if grouped:
-            x_shape[1] = (stop - start) * inputs_per_unit
-        out_shape = list(shape)
-        out_shape[1] = (stop - start) * per_unit
-        info = StepInfo([TensorType(tuple(x_shape), data.etype), TensorType(w.shape, data.etype, w)],
-                        [TensorType(tuple(out_shape), data.etype)], frozenset(), (True,), None)
-        bound = (head.op.bind(info) or head.op.run) if bind is None else bind(info)
-        if bound is None:
-            return None
-        kernels.append(_convolution_kernel(bound, w, (start * inputs_per_unit, stop * inputs_per_unit)
-                                           if grouped else None))
-    return cut * per_unit, tuple(kernels)
-
-
-def _row_windows(head, weight: np.ndarray, data, shape: tuple):
-    """(where the output's rows are cut, the layer's (pads_begin, pads_end), and per half: its
-    output rows (first, stop), its windows' rows (lo, hi) padding included, and the data's rows it
-    reads) for a convolution cut along its first spatial axis; None where it cannot be cut so."""
-    from .ops.window import effective_kernel, resolve_pads
-    if shape[2] < 2:
-        return None
-    rank = len(shape) - 2
-    geo = head.op.geometry(rank)
-    taps = weight.shape[-rank:]
-    pads = resolve_pads(data.shape[2:], taps, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end, geo.auto_pad)
-    stride, reach, height = geo.strides[0], effective_kernel(taps[0], geo.dilations[0]), data.shape[2]
-    middle = shape[2] // 2
-    halves = []
-    for first, stop in ((0, middle), (middle, shape[2])):
-        lo, hi = first * stride - pads[0][0], (stop - 1) * stride - pads[0][0] + reach
-        if min(hi, height) <= max(lo, 0):
-            return None                     # (a half whose windows lie in the padding alone)
-        halves.append(((first, stop), (lo, hi), (max(lo, 0), min(hi, height))))
-    return middle, pads, halves
-
-
-def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, windows):
-    """(where the output's rows are cut, (first half's kernel, second's)) for a convolution by a
-    constant filter cut along its first spatial axis (`windows`: `_row_windows`): each half reads
-    its rows of the data and the few beyond them its window needs, with the layer's padding where
-    its rows meet the data's edge and none inside, through a kernel bound to that half's shapes as
-    the layer's own would be (Winograd, im2col, pointwise).
-    kernel(args) -> that half's output rows (a new array)."""
-    from .executor import StepInfo
-    from .registry import TensorType
-    middle, (begin, end), halves = windows
-    op = head.op
-    kernels = []
-    for (first, stop), (lo, hi), rows in halves:
-        half = _with_attrs(op, {"pads_begin": (rows[0] - lo, *begin[1:]), "pads_end": (hi - rows[1], *end[1:]),
-                                "auto_pad": "explicit"})
-        x_shape = (*data.shape[:2], rows[1] - rows[0], *data.shape[3:])
-        out_shape = (*shape[:2], stop - first, *shape[3:])
-        info = StepInfo([TensorType(x_shape, data.etype), TensorType(weight.shape, data.etype, weight)],
-                        [TensorType(out_shape, data.etype)], frozenset(), (True,), None)
-        bound = half.bind(info) or half.run
-        kernels.append(_convolution_kernel(bound, weight, None, rows))
-    return middle, tuple(kernels)
-
-
-def _with_attrs(op, changes: dict):
-    """A copy of `op` (its caches too) with these attributes changed: a half's own kernel."""
-    import copy
-    half = copy.copy(op)
-    half.attrs = op.attrs.replaced(changes)
-    return half
-
-
-def _filter_and_data(plan, head):
-    """(the constant f32 filter, the data's type) of a convolution whose halves can have kernels
-    of their own, else None."""
-    weight = plan.constants.get(head.inputs[1])
-    data = plan.analysis.type_of(head.node.inputs[0])
-    if weight is None or data is None or data.shape is None or data.etype.name != "f32" \
-            or weight.dtype != np.float32 or len(head.inputs) != 2 or head.op.run_replaced() \
-            or getattr(head.op, "transposed", False):
-        return None
-    return weight, data
-
-
-def _convolution_kernel(bound, weight: np.ndarray, channels: tuple | None, rows: tuple | None = None) -> Callable:
-    if rows is not None:
-        def rows_kernel(args):
-            y = bound(args[0][:, :, rows[0]:rows[1]], weight)
-            return y[0] if type(y) is tuple else y
-        return rows_kernel
-
-    def kernel(args):
-        x = args[0] if channels is None else args[0][:, channels[0]:channels[1]]
-        y = bound(x, weight)
-        return y[0] if type(y) is tuple else y
-    return kernel
-
-
 def _split_step(plan, k: int, step) -> Split | None:
     """The split form of program entry k, or None where it runs whole in both processes."""
     from .optimize import FusedChain, _chain, _layer_step        # (optimize imports the executor's layer)
@@ -357,10 +188,10 @@ def _split_step(plan, k: int, step) -> Split | None:
     axis = _rows_axis(shape)
     if not _all_f32(info):
         return None
-    if kind in _CONVOLUTIONS:
+    if kind in CONVOLUTIONS:
         if _step_macs(plan, step) < MIN_SPLIT_MACS:
             return None
-        found = _convolution_cut(plan, step, shape)
+        found = convolution_cut(plan, step, shape)
         if found is None:
             return None
         axis, middle, kernels = found
@@ -423,7 +254,7 @@ def _directions_split(plan, k: int, step, info) -> Split | None:
     copyto = np.copyto
 
     def direction(d: int, name: str) -> Callable:
-        half = _with_attrs(op, {"direction": name})
+        half = with_attrs(op, {"direction": name})
         # (its own contiguous weights, kept: the op keeps its laid-out weights while handed the same ones)
         w, r, b = (np.ascontiguousarray(w[d:d + 1]) for w in weights)
         cut = slice(d, d + 1)
@@ -548,7 +379,7 @@ def _split_chain(plan, k: int, step, op, final, info, shapes: list, constant: li
     head = op.head_step
     n_head = len(head.inputs)
     kind = head.node.layer.op_type
-    if kind in _CONVOLUTIONS:
+    if kind in CONVOLUTIONS:
         return _split_convolution_chain(plan, k, step, op, stages, operands, shapes, shape, final_shape, make_chain)
     if kind == "MatMul":
         a_shape, b_shape = shapes[0], shapes[1]
@@ -619,11 +450,11 @@ def _split_pool_first(k: int, op, shapes: list, shape: tuple, make_chain) -> Spl
 def _split_pooled_convolution(plan, k: int, step, op, shapes: list, shape: tuple, make_chain) -> Split | None:
     """A convolution with its max pool inside and the layers after it that commute with the pool
     (irrun/optimize.py's pools first: a bias per channel, Relu) in halves along the channels
-    (`_pooled_convolution_cut`): each half's maxima, then the chain on them into the buffer."""
+    (`pooled_convolution_cut`): each half's maxima, then the chain on them into the buffer."""
     if len(shape) < 3 or _step_macs(plan, step) < MIN_SPLIT_MACS \
             or any(s.kind not in ("unary", "binary", "none") for s in op.stages):
         return None
-    found = _pooled_convolution_cut(plan, op, shape)
+    found = pooled_convolution_cut(plan, op, shape)
     if found is None:
         return None
     axis, middle, kernels = found
@@ -643,11 +474,11 @@ def _split_pooled_convolution(plan, k: int, step, op, shapes: list, shape: tuple
 
 def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, shape, final_shape,
                              make_chain) -> Split | None:
-    """A convolution and its chain (bias, activation, residual) in halves (`_convolution_cut`)."""
+    """A convolution and its chain (bias, activation, residual) in halves (`convolution_cut`)."""
     from .optimize import FusedChain
     if type(op) is not FusedChain or _step_macs(plan, step) < MIN_SPLIT_MACS:
         return None
-    found = _convolution_cut(plan, op.head_step, shape)
+    found = convolution_cut(plan, op.head_step, shape)
     if found is None:
         return None
     axis, middle, kernels = found

@@ -304,6 +304,57 @@ def test_convolutions_in_halves(tmp_path, paired, groups, channels, height, widt
     assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
 
 
+# channels, height, width -> (axis, where the halves meet) of a 3x3 layer the whole of which runs by
+# Winograd F(4x4, 3x3): along its rows at a boundary of its tiles (of 4 rows) where its transformed
+# filter is small, else along its output channels
+WINOGRAD_CUTS = {
+    (64, 20, 20): (2, 8),           # five rows of tiles: 2 | 3
+    (64, 14, 14): (2, 8),           # four, the last one part padding: 2 | 2
+    (256, 14, 14): (1, 128),        # its transformed filter 9 MiB
+}
+
+
+@pytest.mark.parametrize("channels, height, width", sorted(WINOGRAD_CUTS))
+def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, monkeypatch, channels, height, width):
+    """Each half of a Winograd layer computes by the whole layer's tile, where its own shapes
+    (fewer rows, or half the output channels) would take the direct kernels; against OpenVINO and
+    the one-process run."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    from irrun.ops import convolution
+    calls = []                          # (data rows, output channels, tile) of each Winograd call here
+
+    def recorded(x, f, whole, counts):
+        calls.append((x.shape[2], f.c_out, f.m))
+        return winograd_conv(x, f, whole, counts)
+    winograd_conv = convolution.winograd_conv
+    monkeypatch.setattr(convolution, "winograd_conv", recorded)
+    rng = np.random.default_rng(channels + height)
+    x = ops.parameter([1, channels, height, width], np.float32, name="x")
+    w = (rng.standard_normal((channels, channels, 3, 3)) / (3 * channels ** 0.5)).astype(np.float32)
+    conv = ops.convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1])
+    y = ops.relu(ops.add(conv, ops.constant(rng.standard_normal((1, channels, 1, 1)).astype(np.float32))))
+    y = ops.reshape(y, ops.constant(np.array([1, channels, width * height], np.int64)), False)
+    columns = 2 * channels * 9            # (a GEMM that wakes BLAS, as large as the layer: the network pairs)
+    y = ops.matmul(y, ops.constant((rng.standard_normal((width * height, columns)) / 16).astype(np.float32)),
+                   False, False)
+    xml = tmp_path / "winograd.xml"
+    ov.save_model(ov.Model([y], [x]), str(xml))
+    feeds = {"x": rng.standard_normal((1, channels, height, width)).astype(np.float32)}
+    expected = run_openvino(xml, [feeds["x"]])[0]
+    m = irrun.load(xml)
+    got = m.infer(feeds)[0]
+    pair = _pair(m)
+    assert pair and _both_halves_ran(pair)
+    (convolution_split,) = [s for s in pair.splits if s.computes]
+    axis, middle = WINOGRAD_CUTS[channels, height, width]
+    assert (convolution_split.axis, convolution_split.middle) == (axis, middle)
+    # the parent's half (the first) by Winograd: its rows and the one below them, or its channels
+    assert calls[-1] == ((middle + 1, channels, 4) if axis == 2 else (height, middle, 4))
+    assert_close(got, expected)
+    assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
+
+
 @pytest.mark.parametrize("c_out, pool", [(64, (2, 2)), (17, (2, 1))], ids=["crnn stem", "odd channels"])
 def test_a_stem_with_its_pool_inside_in_halves(tmp_path, paired, c_out, pool):
     """A CRNN's stem (3 -> c_out channels, 3x3) with its bias, Relu and max pool inside it

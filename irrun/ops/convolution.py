@@ -557,6 +557,10 @@ class _ConvolutionFamily(Op):
     # -- kernel
 
     winograd_capable = False    # Convolution, and GroupConvolution with one group
+    # Set on the copy of the op that computes one half of a layer a paired run cuts
+    # (irrun/split_steps.py): the Winograd tile of the whole layer, which the half keeps whatever
+    # tile (or none) its own shapes would take
+    whole_layer_tile: int | None = None
     # Set at load (irrun/optimize.py) where a 1x1 convolution feeds a depthwise one that works
     # channels-last: its output is then made in that layout (the same values; a strided view)
     channels_last_output = False
@@ -644,10 +648,12 @@ class _ConvolutionFamily(Op):
         shape = (1, weights.shape[1], counts[0] // pool)
         return lambda x, w: im2col.pooled_positions_major(x, weights, geo, whole, counts, pool).reshape(shape)
 
-    def _bind_winograd(self, step):
+    def _winograd_layout(self, step):
+        """(filter [1, C_out, C_in, 3, 3], geometry, whole, counts, tile m) where this layer runs by
+        Winograd (`winograd.winograd_tile`, or `whole_layer_tile` where set), else None."""
         if not self.winograd_capable:
             return None
-        data, filt = step.inputs
+        data = step.inputs[0]
         grouped = self._constant_filter(step)
         if grouped is None or data.rank != 4 or grouped.shape[0] != 1:
             return None
@@ -656,9 +662,23 @@ class _ConvolutionFamily(Op):
         if tuple(weights.shape[2:]) != (3, 3) or tuple(geo.strides) != (1, 1) or tuple(geo.dilations) != (1, 1):
             return None
         whole, counts = window_layout(data.shape[2:], (3, 3), geo)
-        m = winograd_tile(weights.shape[1], weights.shape[0], counts) if min(counts) > 0 else None
-        if m is None:
+        if min(counts) <= 0:
             return None
+        m = self.whole_layer_tile or winograd_tile(weights.shape[1], weights.shape[0], counts)
+        return None if m is None else (grouped, geo, whole, counts, m)
+
+    def winograd_tile_of(self, step) -> int | None:
+        """The tile m of the Winograd kernel this layer binds for `step`'s shapes, None where it
+        binds another."""
+        found = self._winograd_layout(step)
+        return None if found is None else found[-1]
+
+    def _bind_winograd(self, step):
+        found = self._winograd_layout(step)
+        if found is None:
+            return None
+        grouped, geo, whole, counts, m = found
+        (data, filt), weights = step.inputs, grouped[0]
         # (made once per layer: a plan variant that binds the layer again takes the same one)
         cached = getattr(self, "_transformed", None)
         if cached is None or cached[0] is not filt.value or cached[1] != m:

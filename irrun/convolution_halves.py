@@ -1,0 +1,220 @@
+"""How a paired run (irrun/process_pair.py) cuts a convolution in halves, and the kernel each half
+runs: along its output rows (each half reading the rows its window needs, padded only at the
+data's edge) or along its output channels (whole groups of a grouped one), whichever has each
+half read less (`_cut_reads`); a Winograd layer along its rows at a boundary of its tiles or along
+its channels, each half by the whole layer's tile.  Each half has a kernel bound to its shapes as
+the layer's own is (Winograd's transformed filter, im2col's laid-out one).  irrun/split_steps.py
+makes the splits of which these are a kind.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Callable
+
+import numpy as np
+
+CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
+# A Winograd layer is cut along its rows where its transformed filter (which each half then reads
+# whole) is at most this size, else along its output channels; either way each half computes by the
+# whole layer's tile, whatever its own shapes would take.  Three 3x3 layers and a product in a
+# paired network, alternating with the cut by what the halves read, each half by the tile (or the
+# direct kernels) of its own shapes: 64 -> 64 channels at 20 x 20 (a 0.56 MiB filter) 0.72 of the
+# time, the YOLO-style net's such layers halves of 185 and 160 us against 262 each and the net 0.96-
+# 1.01 (three runs); 128 at 28 x 28 and at 14 x 14 (2.25 MiB) 0.95; 160 at 20 x 20 (3.5 MiB) 0.96-
+# 1.01; 192 at 14 x 14 (5.1 MiB) 1.08-1.15; 256 at 14 x 14 (9 MiB) 1.06-1.08.
+WINOGRAD_ROWS_MOST_BYTES = 3 << 20
+
+
+def convolution_cut(plan, head, shape: tuple):
+    """(axis, where the halves meet, (first half's kernel, second's)) of a convolution by a constant
+    filter: along its output rows or its output channels, whichever has each process read less
+    (`_cut_reads`), else the one it can be cut along; None where neither."""
+    found = _filter_and_data(plan, head)
+    if found is None or len(shape) < 3:
+        return None
+    weight, data = found
+    by_channels = weight.shape[0] >= 2          # output channels, or groups
+    tile = _whole_layer_tile(plan, head)
+    if tile is not None:
+        # a Winograd layer: each half by the whole layer's tile, along its rows at a boundary of
+        # its tiles where each half can read all of the transformed filter, else along its channels
+        windows = _row_windows(head, weight, data, shape, tile) \
+            if (tile + 2) ** 2 * (weight.size // 9) * weight.itemsize <= WINOGRAD_ROWS_MOST_BYTES else None
+        if windows is not None:
+            return (2,) + _convolution_row_halves(head, weight, data, shape, windows, tile)
+        return (1,) + _convolution_halves(head, weight, data, shape, tile=tile) if by_channels else None
+    windows = _row_windows(head, weight, data, shape)
+    if by_channels and (windows is None or _cut_reads(head, weight, data, windows) == "channels"):
+        return (1,) + _convolution_halves(head, weight, data, shape)
+    if windows is not None:
+        return (2,) + _convolution_row_halves(head, weight, data, shape, windows)
+    return None
+
+
+def pooled_convolution_cut(plan, op, shape: tuple):
+    """(1, where the halves meet, (first half's kernel, second's)) of a convolution with its max pool
+    inside (`Convolution.bind_pooled`), cut along its output channels (`_convolution_halves`, each
+    half's kernel bound with the pool); None where a half cannot be bound so (or the layer has
+    fewer than two output channels)."""
+    head = op.head_step
+    found = _filter_and_data(plan, head)
+    if found is None or head.node.layer.op_type != "Convolution" or found[0].shape[0] < 2:
+        return None
+    weight, data = found
+    pool = tuple(op.nodes[-1].op.kernel)
+    halves = _convolution_halves(head, weight, data, shape, lambda info: head.op.bind_pooled(info, pool))
+    return None if halves is None else (1,) + halves
+
+
+def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
+    """"rows" or "channels": whichever way of cutting a convolution has its larger half read fewer
+    elements of data and filter, along its output rows (its rows of the data and those beyond
+    them its windows need, all of the filter) or along its output channels (half of the filter,
+    all of the data; a grouped layer's half its groups' channels of it).  Cut along
+    the cheaper way, the paired YOLO-style net took 0.975-0.982 of its time cut along rows alone,
+    MobileNetV3 0.938-0.966, EfficientNet-B0 0.877-0.918 (two runs, each the median of 15
+    alternating blocks of 30 inferences in one process): layers of few rows and many channels no
+    longer read their whole filter in each half, nor depthwise layers their windows' extra rows
+    (by channels each half reads half of the data and none of it twice).  A 1x1 layer writing
+    channels-last for its depthwise one (irrun/optimize.py) is cut so too (MobileNetV3 0.962 of its
+    time against those layers by rows alone, EfficientNet-B0 0.951, 15 alternating blocks)."""
+    data_elements, filter_elements = prod(data.shape), weight.size
+    rows = max(read[1] - read[0] for _, _, read in windows[2]) / data.shape[2] * data_elements + filter_elements
+    units = weight.shape[0]
+    larger = (units - units // 2) / units
+    grouped = head.node.layer.op_type == "GroupConvolution"
+    channels = (larger if grouped else 1.0) * data_elements + larger * filter_elements
+    return "channels" if channels < rows else "rows"
+
+
+def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None):
+    """(where the output's channels are cut, (first half's kernel, second's)) for a convolution by
+    a constant filter of two or more output channels (groups): each half of the filter's output
+    channels (of its groups, for a grouped one, with those groups' input channels) gets a kernel
+    bound to it as the layer's own would be (Winograd's transformed filter, by the whole layer's
+    `tile` where given; im2col's laid-out one), or by `bind(info)` where given (None where that
+    binds no kernel).
+    kernel(args) -> that half's output channels (a new array)."""
+    from .executor import StepInfo
+    from .registry import TensorType
+    op = head.op if tile is None else _with_tile(head.op, tile)
+    grouped = head.node.layer.op_type == "GroupConvolution"
+    units = weight.shape[0]                 # output channels, or groups
+    per_unit = shape[1] // units if grouped else 1
+    inputs_per_unit = data.shape[1] // units if grouped else data.shape[1]
+    cut = units // 2
+    kernels = []
+    for start, stop in ((0, cut), (cut, units)):
+        w = weight[start:stop]
+        x_shape = list(data.shape)
+        if grouped:
+            x_shape[1] = (stop - start) * inputs_per_unit
+        out_shape = list(shape)
+        out_shape[1] = (stop - start) * per_unit
+        info = StepInfo([TensorType(tuple(x_shape), data.etype), TensorType(w.shape, data.etype, w)],
+                        [TensorType(tuple(out_shape), data.etype)], frozenset(), (True,), None)
+        bound = (op.bind(info) or op.run) if bind is None else bind(info)
+        if bound is None:
+            return None
+        kernels.append(_convolution_kernel(bound, w, (start * inputs_per_unit, stop * inputs_per_unit)
+                                           if grouped else None))
+    return cut * per_unit, tuple(kernels)
+
+
+def _row_windows(head, weight: np.ndarray, data, shape: tuple, tile: int | None = None):
+    """(where the output's rows are cut, the layer's (pads_begin, pads_end), and per half: its
+    output rows (first, stop), its windows' rows (lo, hi) padding included, and the data's rows it
+    reads) for a convolution cut along its first spatial axis, in the middle or, given a Winograd
+    `tile`, at the boundary of its tiles nearest the middle; None where it cannot be cut so."""
+    from .ops.window import effective_kernel, resolve_pads
+    if shape[2] < 2 or (tile is not None and shape[2] <= tile):
+        return None
+    rank = len(shape) - 2
+    geo = head.op.geometry(rank)
+    taps = weight.shape[-rank:]
+    pads = resolve_pads(data.shape[2:], taps, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end, geo.auto_pad)
+    stride, reach, height = geo.strides[0], effective_kernel(taps[0], geo.dilations[0]), data.shape[2]
+    middle = shape[2] // 2 if tile is None else \
+        min(range(tile, shape[2], tile), key=lambda row: abs(2 * row - shape[2]))
+    halves = []
+    for first, stop in ((0, middle), (middle, shape[2])):
+        lo, hi = first * stride - pads[0][0], (stop - 1) * stride - pads[0][0] + reach
+        if min(hi, height) <= max(lo, 0):
+            return None                     # (a half whose windows lie in the padding alone)
+        halves.append(((first, stop), (lo, hi), (max(lo, 0), min(hi, height))))
+    return middle, pads, halves
+
+
+def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, windows, tile: int | None = None):
+    """(where the output's rows are cut, (first half's kernel, second's)) for a convolution by a
+    constant filter cut along its first spatial axis (`windows`: `_row_windows`): each half reads
+    its rows of the data and the few beyond them its window needs, with the layer's padding where
+    its rows meet the data's edge and none inside, through a kernel bound to that half's shapes as
+    the layer's own would be (Winograd, by the whole layer's `tile` where given; im2col,
+    pointwise).
+    kernel(args) -> that half's output rows (a new array)."""
+    from .executor import StepInfo
+    from .registry import TensorType
+    middle, (begin, end), halves = windows
+    op = head.op
+    kernels = []
+    for (first, stop), (lo, hi), rows in halves:
+        half = with_attrs(op, {"pads_begin": (rows[0] - lo, *begin[1:]), "pads_end": (hi - rows[1], *end[1:]),
+                                "auto_pad": "explicit"})
+        if tile is not None:
+            half.whole_layer_tile = tile
+        x_shape = (*data.shape[:2], rows[1] - rows[0], *data.shape[3:])
+        out_shape = (*shape[:2], stop - first, *shape[3:])
+        info = StepInfo([TensorType(x_shape, data.etype), TensorType(weight.shape, data.etype, weight)],
+                        [TensorType(out_shape, data.etype)], frozenset(), (True,), None)
+        bound = half.bind(info) or half.run
+        kernels.append(_convolution_kernel(bound, weight, None, rows))
+    return middle, tuple(kernels)
+
+
+def with_attrs(op, changes: dict):
+    """A copy of `op` (its caches too) with these attributes changed: a half's own kernel."""
+    import copy
+    half = copy.copy(op)
+    half.attrs = op.attrs.replaced(changes)
+    return half
+
+
+def _with_tile(op, tile: int):
+    """A copy of `op` (its caches too) that binds Winograd by `tile` whatever its shapes say."""
+    import copy
+    half = copy.copy(op)
+    half.whole_layer_tile = tile
+    return half
+
+
+def _whole_layer_tile(plan, head) -> int | None:
+    """The tile of the Winograd kernel the whole layer binds, None where it binds another."""
+    tile_of = getattr(head.op, "winograd_tile_of", None)
+    return None if tile_of is None else tile_of(plan.step_info(head))
+
+
+def _filter_and_data(plan, head):
+    """(the constant f32 filter, the data's type) of a convolution whose halves can have kernels
+    of their own, else None."""
+    weight = plan.constants.get(head.inputs[1])
+    data = plan.analysis.type_of(head.node.inputs[0])
+    if weight is None or data is None or data.shape is None or data.etype.name != "f32" \
+            or weight.dtype != np.float32 or len(head.inputs) != 2 or head.op.run_replaced() \
+            or getattr(head.op, "transposed", False):
+        return None
+    return weight, data
+
+
+def _convolution_kernel(bound, weight: np.ndarray, channels: tuple | None, rows: tuple | None = None) -> Callable:
+    if rows is not None:
+        def rows_kernel(args):
+            y = bound(args[0][:, :, rows[0]:rows[1]], weight)
+            return y[0] if type(y) is tuple else y
+        return rows_kernel
+
+    def kernel(args):
+        x = args[0] if channels is None else args[0][:, channels[0]:channels[1]]
+        y = bound(x, weight)
+        return y[0] if type(y) is tuple else y
+    return kernel
