@@ -52,16 +52,28 @@ def convolution_cut(plan, head, shape: tuple):
 
 
 def pooled_convolution_cut(plan, op, shape: tuple):
-    """(1, where the halves meet, (first half's kernel, second's)) of a convolution with its max pool
-    inside (`Convolution.bind_pooled`), cut along its output channels (`_convolution_halves`, each
-    half's kernel bound with the pool); None where a half cannot be bound so (or the layer has
-    fewer than two output channels)."""
+    """(axis, where the halves meet, (first half's kernel, second's)) of a convolution with its max
+    pool inside (`Convolution.bind_pooled`; `shape`: the pool's output), each half's kernel bound
+    with the pool: a 2-D one along its pooled rows where each half reads less so (`_cut_reads`;
+    each half's rows of the convolution whole windows of the pool), else along its output
+    channels (`_convolution_halves`); None where a half cannot be bound so (or the layer has fewer
+    than two output channels).  The CRNN's stem (3 -> 64 channels at 32 x 256, its pool 2 x 2) along
+    its rows: the network 0.96-0.99 of its time (three runs, alternating in one process with the
+    stem along its channels, each half then making all of its positions' columns)."""
     head = op.head_step
     found = _filter_and_data(plan, head)
     if found is None or head.node.layer.op_type != "Convolution" or found[0].shape[0] < 2:
         return None
     weight, data = found
     pool = tuple(op.nodes[-1].op.kernel)
+    convolved = plan.step_info(head).outputs[0]
+    if len(pool) == 2 and len(shape) == 4 and shape[2] >= 2 and convolved is not None and convolved.shape:
+        windows = _row_windows(head, weight, data, tuple(convolved.shape), middle=shape[2] // 2 * pool[0])
+        if windows is not None and _cut_reads(head, weight, data, windows) == "rows":
+            halves = _convolution_row_halves(head, weight, data, tuple(convolved.shape), windows,
+                                             bind=lambda half, info: half.bind_pooled(info, pool))
+            if halves is not None:
+                return 2, shape[2] // 2, halves[1]
     halves = _convolution_halves(head, weight, data, shape, lambda info: head.op.bind_pooled(info, pool))
     return None if halves is None else (1,) + halves
 
@@ -121,11 +133,13 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
     return cut * per_unit, tuple(kernels)
 
 
-def _row_windows(head, weight: np.ndarray, data, shape: tuple, tile: int | None = None):
+def _row_windows(head, weight: np.ndarray, data, shape: tuple, tile: int | None = None,
+                 middle: int | None = None):
     """(where the output's rows are cut, the layer's (pads_begin, pads_end), and per half: its
     output rows (first, stop), its windows' rows (lo, hi) padding included, and the data's rows it
-    reads) for a convolution cut along its first spatial axis, in the middle or, given a Winograd
-    `tile`, at the boundary of its tiles nearest the middle; None where it cannot be cut so."""
+    reads) for a convolution cut along its first spatial axis: at `middle` where given, else in the
+    middle or, given a Winograd `tile`, at the boundary of its tiles nearest the middle; None where
+    it cannot be cut so."""
     from .ops.window import effective_kernel, resolve_pads
     if shape[2] < 2 or (tile is not None and shape[2] <= tile):
         return None
@@ -134,8 +148,11 @@ def _row_windows(head, weight: np.ndarray, data, shape: tuple, tile: int | None 
     taps = weight.shape[-rank:]
     pads = resolve_pads(data.shape[2:], taps, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end, geo.auto_pad)
     stride, reach, height = geo.strides[0], effective_kernel(taps[0], geo.dilations[0]), data.shape[2]
-    middle = shape[2] // 2 if tile is None else \
-        min(range(tile, shape[2], tile), key=lambda row: abs(2 * row - shape[2]))
+    if middle is None:
+        middle = shape[2] // 2 if tile is None else \
+            min(range(tile, shape[2], tile), key=lambda row: abs(2 * row - shape[2]))
+    if not 0 < middle < shape[2]:
+        return None
     halves = []
     for first, stop in ((0, middle), (middle, shape[2])):
         lo, hi = first * stride - pads[0][0], (stop - 1) * stride - pads[0][0] + reach
@@ -145,13 +162,14 @@ def _row_windows(head, weight: np.ndarray, data, shape: tuple, tile: int | None 
     return middle, pads, halves
 
 
-def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, windows, tile: int | None = None):
+def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, windows, tile: int | None = None,
+                            bind=None):
     """(where the output's rows are cut, (first half's kernel, second's)) for a convolution by a
     constant filter cut along its first spatial axis (`windows`: `_row_windows`): each half reads
     its rows of the data and the few beyond them its window needs, with the layer's padding where
     its rows meet the data's edge and none inside, through a kernel bound to that half's shapes as
     the layer's own would be (Winograd, by the whole layer's `tile` where given; im2col,
-    pointwise).
+    pointwise), or by `bind(the half's op, info)` where given (None where that binds no kernel).
     kernel(args) -> that half's output rows (a new array)."""
     from .executor import StepInfo
     from .registry import TensorType
@@ -167,7 +185,9 @@ def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, window
         out_shape = (*shape[:2], stop - first, *shape[3:])
         info = StepInfo([TensorType(x_shape, data.etype), TensorType(weight.shape, data.etype, weight)],
                         [TensorType(out_shape, data.etype)], frozenset(), (True,), None)
-        bound = half.bind(info) or half.run
+        bound = (half.bind(info) or half.run) if bind is None else bind(half, info)
+        if bound is None:
+            return None
         kernels.append(_convolution_kernel(bound, weight, None, rows))
     return middle, tuple(kernels)
 

@@ -118,7 +118,8 @@ def test_networks_in_two_processes_match_openvino(name, tmp_path, paired, monkey
         cut = {steps[s.position].node.layer.op_type: s for s in pair.splits if not steps[s.position].members}
         assert (cut["LSTMSequence"].axis, cut["LSTMSequence"].middle) == (1, 1)
         pools = [s for s in pair.splits if steps[s.position].node.layer.op_type == "MaxPool"]
-        assert len(pools) == 3 and all(s.axis == 1 for s in pools)
+        # the stem's (its convolution inside) along its pooled rows, the others' by channels
+        assert [s.axis for s in pools] == [2, 1, 1]
         assert cut["ReduceMax"].axis == 1           # its maximum over the height, by channels
     if name == "yolo":  # places in the arena taken again by later steps
         assert pair.arena_bytes < sum(-(-s.nbytes // 4096) * 4096 for s in pair.splits)
@@ -355,12 +356,14 @@ def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, mo
     assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
 
 
-@pytest.mark.parametrize("c_out, pool", [(64, (2, 2)), (17, (2, 1))], ids=["crnn stem", "odd channels"])
-def test_a_stem_with_its_pool_inside_in_halves(tmp_path, paired, c_out, pool):
+@pytest.mark.parametrize("c_out, pool, cut", [(64, (2, 2), (2, 8)), (17, (2, 1), (2, 8)), (512, (2, 2), (1, 256))],
+                         ids=["crnn stem", "odd channels", "filter outweighs data"])
+def test_a_stem_with_its_pool_inside_in_halves(tmp_path, paired, c_out, pool, cut):
     """A CRNN's stem (3 -> c_out channels, 3x3) with its bias, Relu and max pool inside it
     (irrun/optimize.py's pools first), then a product that wakes BLAS: the stem's step in halves
-    along its output channels, each half of the filter with the pool inside its kernel.  Against
-    OpenVINO and one process."""
+    along its pooled rows (each half's rows of the convolution whole windows of the pool), or along
+    its output channels where its filter outweighs its data, each half with the pool inside its
+    kernel.  Against OpenVINO and one process."""
     import openvino as ov
     import openvino.opset13 as ops
     from irrun.optimize import _ConvolutionPoolFirst
@@ -377,7 +380,7 @@ def test_a_stem_with_its_pool_inside_in_halves(tmp_path, paired, c_out, pool):
     feeds = {"x": rng.standard_normal((1, 3, 32, 128)).astype(np.float32)}
     stem, m = _paired_layer_split(xml, feeds, "MaxPool")     # (the step's layer: its last, the pool)
     assert type(m._plan._program_steps[stem.position].op) is _ConvolutionPoolFirst
-    assert (stem.axis, stem.middle, len(stem.computes)) == (1, c_out // 2, 2)
+    assert (stem.axis, stem.middle, len(stem.computes)) == cut + (2,)
     assert_blas_close(m.infer(feeds)[0], irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
 
 
