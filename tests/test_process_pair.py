@@ -277,6 +277,17 @@ def test_convolutions_in_halves(tmp_path, paired, groups, channels, height, widt
     reading the rows beyond its own its windows need, padded only at the data's edge) or along the
     output channels (grouped: by whole groups), each half of the filter with a kernel bound to it.
     Against OpenVINO."""
+    # (a GEMM that wakes BLAS: the network pairs)
+    split, got, xml, feeds = _paired_convolution(tmp_path, groups, channels, height, width,
+                                                 max(128, 2048 * 256 // (width * height)))
+    assert (split.axis, split.middle) == CONVOLUTION_CUTS[groups, channels, height, width]
+    assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
+
+
+def _paired_convolution(tmp_path: Path, groups: int, channels: int, height: int, width: int, columns: int):
+    """A 3x3 convolution of `groups` groups with its bias and Relu, then a product of `columns`
+    columns, run paired once and checked against OpenVINO: (the convolution's split, the output,
+    the model's path, its feeds)."""
     import openvino as ov
     import openvino.opset13 as ops
     rng = np.random.default_rng(groups + channels + height)
@@ -287,7 +298,6 @@ def test_convolutions_in_halves(tmp_path, paired, groups, channels, height, widt
         ops.convolution(x, ops.constant(w[0]), [1, 1], [1, 1], [1, 1], [1, 1])
     y = ops.relu(ops.add(conv, ops.constant(rng.standard_normal((1, channels, 1, 1)).astype(np.float32))))
     y = ops.reshape(y, ops.constant(np.array([1, channels, width * height], np.int64)), False)
-    columns = max(128, 2048 * 256 // (width * height))      # (a GEMM that wakes BLAS: the network pairs)
     y = ops.matmul(y, ops.constant((rng.standard_normal((width * height, columns)) / 16).astype(np.float32)),
                    False, False)
     xml = tmp_path / "convolution.xml"
@@ -298,11 +308,9 @@ def test_convolutions_in_halves(tmp_path, paired, groups, channels, height, widt
     got = m.infer(feeds)[0]
     pair = _pair(m)
     assert pair and _both_halves_ran(pair)
-    convolution = [s for s in pair.splits if s.computes]
-    assert len(convolution) == 1
-    assert (convolution[0].axis, convolution[0].middle) == CONVOLUTION_CUTS[groups, channels, height, width]
+    (split,) = [s for s in pair.splits if s.computes]
     assert_close(got, expected)
-    assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
+    return split, got, xml, feeds
 
 
 # channels, height, width -> (axis, where the halves meet) of a 3x3 layer the whole of which runs by
@@ -320,8 +328,6 @@ def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, mo
     """Each half of a Winograd layer computes by the whole layer's tile, where its own shapes
     (fewer rows, or half the output channels) would take the direct kernels; against OpenVINO and
     the one-process run."""
-    import openvino as ov
-    import openvino.opset13 as ops
     from irrun.ops import convolution
     calls = []                          # (data rows, output channels, tile) of each Winograd call here
 
@@ -330,29 +336,12 @@ def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, mo
         return winograd_conv(x, f, whole, counts)
     winograd_conv = convolution.winograd_conv
     monkeypatch.setattr(convolution, "winograd_conv", recorded)
-    rng = np.random.default_rng(channels + height)
-    x = ops.parameter([1, channels, height, width], np.float32, name="x")
-    w = (rng.standard_normal((channels, channels, 3, 3)) / (3 * channels ** 0.5)).astype(np.float32)
-    conv = ops.convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1])
-    y = ops.relu(ops.add(conv, ops.constant(rng.standard_normal((1, channels, 1, 1)).astype(np.float32))))
-    y = ops.reshape(y, ops.constant(np.array([1, channels, width * height], np.int64)), False)
-    columns = 2 * channels * 9            # (a GEMM that wakes BLAS, as large as the layer: the network pairs)
-    y = ops.matmul(y, ops.constant((rng.standard_normal((width * height, columns)) / 16).astype(np.float32)),
-                   False, False)
-    xml = tmp_path / "winograd.xml"
-    ov.save_model(ov.Model([y], [x]), str(xml))
-    feeds = {"x": rng.standard_normal((1, channels, height, width)).astype(np.float32)}
-    expected = run_openvino(xml, [feeds["x"]])[0]
-    m = irrun.load(xml)
-    got = m.infer(feeds)[0]
-    pair = _pair(m)
-    assert pair and _both_halves_ran(pair)
-    (convolution_split,) = [s for s in pair.splits if s.computes]
+    # (a GEMM that wakes BLAS, as large as the layer: the network pairs)
+    split, got, xml, feeds = _paired_convolution(tmp_path, 1, channels, height, width, 2 * channels * 9)
     axis, middle = WINOGRAD_CUTS[channels, height, width]
-    assert (convolution_split.axis, convolution_split.middle) == (axis, middle)
+    assert (split.axis, split.middle) == (axis, middle)
     # the parent's half (the first) by Winograd: its rows and the one below them, or its channels
     assert calls[-1] == ((middle + 1, channels, 4) if axis == 2 else (height, middle, 4))
-    assert_close(got, expected)
     assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
 
 
