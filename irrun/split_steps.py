@@ -6,9 +6,9 @@ data: a MatMul's rows or batches, softmax's and a layer norm's rows, an elementw
 elements; a product by a constant weight along the weight's columns (weight first, column-major,
 for few rows (one: a classifier's) or a weight held [out, in]; else row-major, from COLUMNS_FROM
 output columns); a convolution along its output rows or its output channels, each half with a
-kernel of its own (irrun/convolution_halves.py); a max pool and the layers after it that commute with it along the channels; a
-bidirectional recurrent sequence along its directions.  `splits_of` says
-which steps of a plan split, or that the plan runs in one process.
+kernel of its own (irrun/convolution_halves.py); a max pool and the layers after it that commute
+with it along the channels; a bidirectional recurrent sequence along its directions.
+`splits_of` says which steps of a plan split, or that the plan runs in one process.
 """
 from __future__ import annotations
 

@@ -558,8 +558,8 @@ class _ConvolutionFamily(Op):
 
     winograd_capable = False    # Convolution, and GroupConvolution with one group
     # Set on the copy of the op that computes one half of a layer a paired run cuts
-    # (irrun/split_steps.py): the Winograd tile of the whole layer, which the half keeps whatever
-    # tile (or none) its own shapes would take
+    # (irrun/convolution_halves.py): the Winograd tile of the whole layer, which the half keeps
+    # whatever tile (or none) its own shapes would take
     whole_layer_tile: int | None = None
     # Set at load (irrun/optimize.py) where a 1x1 convolution feeds a depthwise one that works
     # channels-last: its output is then made in that layout (the same values; a strided view)
