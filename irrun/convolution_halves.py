@@ -18,10 +18,11 @@ CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 # whole) is at most this size, else along its output channels; either way each half computes by the
 # whole layer's tile, whatever its own shapes would take.  Three 3x3 layers and a product in a
 # paired network, alternating with the cut by what the halves read, each half by the tile (or the
-# direct kernels) of its own shapes: 64 -> 64 channels at 20 x 20 (a 0.56 MiB filter) 0.72 of the
-# time, the YOLO-style net's such layers halves of 185 and 160 us against 262 each and the net 0.96-
-# 1.01 (three runs); 128 at 28 x 28 and at 14 x 14 (2.25 MiB) 0.95; 160 at 20 x 20 (3.5 MiB) 0.96-
-# 1.01; 192 at 14 x 14 (5.1 MiB) 1.08-1.15; 256 at 14 x 14 (9 MiB) 1.06-1.08.
+# direct kernels) of its own shapes, along rows: 64 -> 64 channels at 20 x 20 (a 0.56 MiB filter)
+# 0.72-0.80 of the time, the YOLO-style net's such layers halves of 159-168 and 197-211 us against
+# 260-266 each and the net 0.96-1.01 (three runs); 128 at 28 x 28 and at 14 x 14 (2.25 MiB)
+# 0.94-0.96; 160 at 20 x 20 (3.5 MiB) 0.96-1.01; 192 at 14 x 14 (5.1 MiB) 1.08-1.15; 256 at
+# 14 x 14 (9 MiB) 1.06-1.08.
 WINOGRAD_ROWS_MOST_BYTES = 3 << 20
 
 
