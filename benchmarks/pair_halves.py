@@ -1,0 +1,176 @@
+"""Where a paired run's halves lose: each step a network runs in halves on two processes
+(irrun/process_pair.py), its two halves timed one after the other in the parent against the whole
+step, all on one core.
+
+    python benchmarks/pair_halves.py [--networks yolo_n,crnn] [--repeat 50] [--top 10] [--json halves.json]
+    python benchmarks/pair_halves.py --model model.xml --inputs inputs.npz     # an IR of your own
+
+A paired run is as fast as its slower half of each split step allows; cut perfectly, each half
+takes half of the whole step's time.  Each network runs in a process of its own, on two threads,
+until it pairs; then, its worker asleep (so that nothing runs beside the timings), each split
+step's halves and the whole step run on the inputs of a paired run's step, BLAS on one thread and
+no parts, as in a paired run, `--repeat` times each, medians counting.  Per network: the split
+steps, the most time beyond half of the whole first (the larger half's "excess"), with the axis
+and place of the cut (irrun/split_steps.py, irrun/convolution_halves.py); then the totals: the
+whole steps', the halves', and the larger halves' (what a paired run waits for).  Stop 54 found
+with it the halves of Winograd layers computing by the direct kernels, and a stem's halves each
+making all of its columns.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from irrun.arrays import atomic_write  # noqa: E402
+from networks import NETWORKS, build_ir  # noqa: E402
+
+# run.py's networks that pair on two threads (the others stay in one process)
+PAIRED = ("bert_encoder", "vit", "transformer_seq17", "yolo_n", "crnn", "mobilenet_v3", "efficientnet_b0")
+
+
+def _median_seconds(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
+    """{"paired": bool, "steps": [{"name", "type", "axis", "middle", "first", "second", "whole"}]}
+    for one IR, in this process."""
+    import irrun
+    from irrun import process_pair, threads
+    captured: dict[int, list] = {}        # split index -> its step's arguments in a paired run
+    kernel_of = process_pair.Pair._kernel
+
+    def capturing(pair, j, halves, final, side):
+        kernel = kernel_of(pair, j, halves, final, side)
+        if side:
+            return kernel
+
+        def parent_kernel(*args):
+            captured.setdefault(j, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            return kernel(*args)
+        return parent_kernel
+    process_pair.Pair._kernel = capturing
+    model = irrun.load(xml, threads=process_pair.PAIRED_THREADS)
+    for _ in range(process_pair.PAIR_AFTER_RUNS + 2):
+        model.infer(inputs)
+    plan = model._plan
+    pair = plan._pair
+    if not pair:
+        return {"paired": False, "steps": []}
+    pair.sleep()
+    found = []
+    with threads.parts_off(), threads.single_threaded_blas():
+        for j, split in enumerate(pair.splits):
+            args = captured.get(j)
+            if args is None:
+                continue
+            halves = process_pair._halves(split, process_pair._arena_view(pair.arena, split))
+            whole = plan._program[split.position][0]
+            # (a whole step may write over its input: each call on a fresh copy, copied untimed)
+            copies = [[a.copy() if isinstance(a, np.ndarray) else a for a in args] for _ in range(repeat)]
+            whole_times = []
+            for fresh in copies:
+                start = time.perf_counter()
+                whole(*fresh)
+                whole_times.append(time.perf_counter() - start)
+            layer = plan._program_steps[split.position].node.layer
+            found.append({"name": layer.name, "type": layer.op_type, "axis": split.axis, "middle": split.middle,
+                          "first": _median_seconds(lambda: halves[0](args), repeat),
+                          "second": _median_seconds(lambda: halves[1](args), repeat),
+                          "whole": float(np.median(whole_times))})
+    return {"paired": True, "steps": found}
+
+
+def _measured(xml: Path, feeds: Path, repeat: int) -> dict:
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--side", str(xml), str(feeds),
+                           "--repeat", str(repeat)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"error: {xml.name}: {(done.stderr.strip().splitlines() or ['no message'])[-1]}")
+    return json.loads(done.stdout)
+
+
+def report(name: str, result: dict, top: int) -> str:
+    if not result["paired"]:
+        return f"### {name}: runs in one process (no split steps)\n"
+    steps = result["steps"]
+    for s in steps:
+        s["excess"] = max(s["first"], s["second"]) - s["whole"] / 2
+    wholes, halves = sum(s["whole"] for s in steps), sum(s["first"] + s["second"] for s in steps)
+    larger = sum(max(s["first"], s["second"]) for s in steps)
+    lines = [f"### {name}: {len(steps)} split steps, whole {wholes * 1e3:.2f} ms, halves {halves * 1e3:.2f}, "
+             f"larger halves {larger * 1e3:.2f} ({larger / wholes:.2f} of the whole; 0.50 cut perfectly)", "",
+             "| step | type | cut (axis @ middle) | whole us | halves us | larger half / whole | excess us |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for s in sorted(steps, key=lambda s: -s["excess"])[:top]:
+        cut = f"{s['axis']} @ {s['middle'] if s['middle'] is not None else 'middle'}"
+        lines.append(f"| {s['name']} | {s['type']} | {cut} | {s['whole'] * 1e6:.0f} | {s['first'] * 1e6:.0f} + "
+                     f"{s['second'] * 1e6:.0f} | {max(s['first'], s['second']) / s['whole']:.2f} | "
+                     f"{s['excess'] * 1e6:+.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--networks", help=f"comma-separated (default: those that pair, {','.join(PAIRED)})")
+    parser.add_argument("--model", help="an IR of your own (model.xml) instead of the networks")
+    parser.add_argument("--inputs", help="with --model: an .npz of its inputs, by name")
+    parser.add_argument("--repeat", type=int, default=50, help="timed runs of each half and step (default 50)")
+    parser.add_argument("--top", type=int, default=10, help="steps shown per network (default 10)")
+    parser.add_argument("--json", help="also write every network's steps here")
+    parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("side_xml", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("side_npz", nargs="?", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    if args.side:
+        with np.load(args.side_npz) as npz:
+            inputs = {k: npz[k] for k in npz.files}
+        json.dump(split_steps(args.side_xml, inputs, args.repeat), sys.stdout)
+        return
+    results = {}
+    if args.model:
+        if args.networks or not args.inputs:
+            parser.error("--model takes --inputs (an .npz of its inputs) and no --networks")
+        for path in (args.model, args.inputs):
+            if not Path(path).is_file():
+                parser.error(f"no such file: {path}")
+        name = Path(args.model).name
+        results[name] = _measured(Path(args.model), Path(args.inputs), args.repeat)
+        print(report(name, results[name], args.top), flush=True)
+    else:
+        if args.inputs:
+            parser.error("--inputs goes with --model")
+        names = args.networks.split(",") if args.networks else list(PAIRED)
+        unknown = [n for n in names if n not in NETWORKS]
+        if unknown:
+            parser.error(f"unknown network(s) {', '.join(unknown)}; known: {', '.join(NETWORKS)}")
+        with tempfile.TemporaryDirectory(prefix="irrun-halves-") as tmp:
+            for name in names:
+                xml, inputs = build_ir(name, Path(tmp))
+                feeds = Path(tmp) / f"{name}.inputs.npz"
+                np.savez(feeds, **inputs)
+                results[name] = _measured(xml, feeds, args.repeat)
+                print(report(name, results[name], args.top), flush=True)
+    if args.json:
+        with atomic_write(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
