@@ -48,8 +48,8 @@ def _median_seconds(fn, repeat: int) -> float:
 
 
 def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
-    """{"paired": bool, "steps": [{"name", "type", "axis", "middle", "first", "second", "whole"}]}
-    for one IR, in this process."""
+    """{"paired": bool, "steps": [{"name", "type", "axis", "middle", "data", "output", "first", "second",
+    "whole"}]} for one IR, in this process (shapes of its first input and of its output)."""
     import irrun
     from irrun import process_pair, threads
     captured: dict[int, list] = {}        # split index -> its step's arguments in a paired run
@@ -59,9 +59,15 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
         kernel = kernel_of(pair, j, halves, final, side)
         if side:
             return kernel
+        plan = model._plan
+        step = plan._program_steps[pair.splits[j].position]
+        constant = [slot in plan.constants for slot in step.inputs]
 
         def parent_kernel(*args):
-            captured.setdefault(j, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            # (its data copied: later steps write over their buffers; its constants as the plan
+            # holds them, in the layouts its kernels read)
+            captured.setdefault(j, [a.copy() if isinstance(a, np.ndarray) and not held else a
+                                    for a, held in zip(args, constant)])
             return kernel(*args)
         return parent_kernel
     process_pair.Pair._kernel = capturing
@@ -81,15 +87,19 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
                 continue
             halves = process_pair._halves(split, process_pair._arena_view(pair.arena, split))
             whole = plan._program[split.position][0]
-            # (a whole step may write over its input: each call on a fresh copy, copied untimed)
-            copies = [[a.copy() if isinstance(a, np.ndarray) else a for a in args] for _ in range(repeat)]
+            # (a whole step may write over its data: each call on a fresh copy of it, copied untimed)
+            step = plan._program_steps[split.position]
+            constant = [slot in plan.constants for slot in step.inputs]
+            copies = [[a if held or not isinstance(a, np.ndarray) else a.copy() for a, held in zip(args, constant)]
+                      for _ in range(repeat)]
             whole_times = []
             for fresh in copies:
                 start = time.perf_counter()
                 whole(*fresh)
                 whole_times.append(time.perf_counter() - start)
-            layer = plan._program_steps[split.position].node.layer
+            layer = step.node.layer
             found.append({"name": layer.name, "type": layer.op_type, "axis": split.axis, "middle": split.middle,
+                          "data": list(getattr(args[0], "shape", ())), "output": list(split.final_shape),
                           "first": _median_seconds(lambda: halves[0](args), repeat),
                           "second": _median_seconds(lambda: halves[1](args), repeat),
                           "whole": float(np.median(whole_times))})
@@ -114,14 +124,20 @@ def report(name: str, result: dict, top: int) -> str:
     larger = sum(max(s["first"], s["second"]) for s in steps)
     lines = [f"### {name}: {len(steps)} split steps, whole {wholes * 1e3:.2f} ms, halves {halves * 1e3:.2f}, "
              f"larger halves {larger * 1e3:.2f} ({larger / wholes:.2f} of the whole; 0.50 cut perfectly)", "",
-             "| step | type | cut (axis @ middle) | whole us | halves us | larger half / whole | excess us |",
-             "|---|---|---|---:|---:|---:|---:|"]
+             "| step | type | data -> output | cut (axis @ middle) | whole us | halves us | larger half / whole | "
+             "excess us |",
+             "|---|---|---|---|---:|---:|---:|---:|"]
     for s in sorted(steps, key=lambda s: -s["excess"])[:top]:
         cut = f"{s['axis']} @ {s['middle'] if s['middle'] is not None else 'middle'}"
-        lines.append(f"| {s['name']} | {s['type']} | {cut} | {s['whole'] * 1e6:.0f} | {s['first'] * 1e6:.0f} + "
+        shapes = f"{_dims(s.get('data'))} -> {_dims(s.get('output'))}"
+        lines.append(f"| {s['name']} | {s['type']} | {shapes} | {cut} | {s['whole'] * 1e6:.0f} | {s['first'] * 1e6:.0f} + "
                      f"{s['second'] * 1e6:.0f} | {max(s['first'], s['second']) / s['whole']:.2f} | "
                      f"{s['excess'] * 1e6:+.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def _dims(shape) -> str:
+    return "[" + ",".join(str(n) for n in shape) + "]" if shape is not None else "?"
 
 
 def main(argv=None):

@@ -66,7 +66,7 @@ def test_a_paired_network_has_its_split_steps_timed(halves, tmp_path, capsys):
         assert 0 < s["first"] and 0 < s["second"] and 0 < s["whole"]
     text = capsys.readouterr().out
     assert text.startswith("### paired.xml: 2 split steps, whole ")
-    assert "| Convolution | 2 @ 8 |" in text
+    assert "| Convolution | [1,64,20,20] -> [1,64,400] | 2 @ 8 |" in text     # (its Reshape fused after it)
 
 
 def test_a_network_in_one_process_says_so(halves, capsys):
@@ -75,14 +75,15 @@ def test_a_network_in_one_process_says_so(halves, capsys):
 
 
 def test_the_report_orders_steps_by_the_larger_halfs_excess(halves):
-    steps = [{"name": "a", "type": "MatMul", "axis": 1, "middle": None, "first": 50e-6, "second": 50e-6, "whole": 100e-6},
-             {"name": "b", "type": "Convolution", "axis": 2, "middle": 8, "first": 300e-6, "second": 200e-6,
-              "whole": 400e-6}]
+    steps = [{"name": "a", "type": "MatMul", "axis": 1, "middle": None, "data": [2, 8], "output": [2, 4],
+              "first": 50e-6, "second": 50e-6, "whole": 100e-6},
+             {"name": "b", "type": "Convolution", "axis": 2, "middle": 8, "data": [1, 3, 16, 16], "output": [1, 8, 16, 16],
+              "first": 300e-6, "second": 200e-6, "whole": 400e-6}]
     text = halves.report("net", {"paired": True, "steps": steps}, top=10)
     assert "larger halves 0.35 (0.70 of the whole" in text
     rows = [line for line in text.splitlines() if line.startswith("| a ") or line.startswith("| b ")]
-    assert rows[0].startswith("| b | Convolution | 2 @ 8 | 400 | 300 + 200 | 0.75 | +100 |")
-    assert rows[1].startswith("| a | MatMul | 1 @ middle | 100 | 50 + 50 | 0.50 | +0 |")
+    assert rows[0] == "| b | Convolution | [1,3,16,16] -> [1,8,16,16] | 2 @ 8 | 400 | 300 + 200 | 0.75 | +100 |"
+    assert rows[1] == "| a | MatMul | [2,8] -> [2,4] | 1 @ middle | 100 | 50 + 50 | 0.50 | +0 |"
 
 
 def test_a_model_without_its_inputs_is_refused(halves):
