@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 
 from irrun.arrays import atomic_write  # noqa: E402
 from measure import openvino_config, with_threads  # noqa: E402
-from networks import NETWORKS, SMALL, build_ir  # noqa: E402
+from networks import NETWORKS, SMALL, build_ir, own_model  # noqa: E402
 
 CONVOLUTIONS = {"Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData"}
 
@@ -285,17 +285,12 @@ def main(argv=None):
         steps = irrun_steps if args.side == "irrun" else openvino_steps
         json.dump(steps(args.side_xml, inputs, args.threads, args.repeat), sys.stdout)
         return
-    if args.model:
-        if args.networks or not args.inputs:
-            parser.error("--model takes --inputs (an .npz of its inputs) and no --networks")
-        for path in (args.model, args.inputs):
-            if not Path(path).is_file():
-                parser.error(f"no such file: {path}")
-        results = [model_gaps(Path(args.model).name, Path(args.model), Path(args.inputs), args)]
+    own = own_model(parser, args)
+    if own:
+        model, feeds = own
+        results = [model_gaps(model.name, model, feeds, args)]
         print(report(results[0], args.top), flush=True)
     else:
-        if args.inputs:
-            parser.error("--inputs goes with --model")
         results = _networks_gaps(parser, args)
     if args.json:
         with atomic_write(args.json, "w") as f:

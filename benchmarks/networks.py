@@ -615,6 +615,21 @@ SMALL = {"mobilenet_v3", "efficientnet_b0", "many_small_layers"}
 QUICK = ["resnet18", "bert_encoder", "detector", "many_small_layers", "mobilenet_v3", "audio_1d", "digits"]
 
 
+def own_model(parser, args) -> tuple[Path, Path] | None:
+    """A script's --model and --inputs (an IR of one's own and an .npz of its inputs, in place of
+    the networks): (model, inputs) once checked, None where neither is given; else a usage error."""
+    if not args.model:
+        if args.inputs:
+            parser.error("--inputs goes with --model")
+        return None
+    if args.networks or not args.inputs:
+        parser.error("--model takes --inputs (an .npz of its inputs) and no --networks")
+    for path in (args.model, args.inputs):
+        if not Path(path).is_file():
+            parser.error(f"no such file: {path}")
+    return Path(args.model), Path(args.inputs)
+
+
 def build_ir(name: str, directory: Path) -> tuple[Path, dict[str, np.ndarray]]:
     """Write network `name` as IR in `directory`; returns the xml path and example inputs."""
     if name == "digits":

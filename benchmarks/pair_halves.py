@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from irrun.arrays import atomic_write  # noqa: E402
-from networks import NETWORKS, build_ir  # noqa: E402
+from networks import NETWORKS, build_ir, own_model  # noqa: E402
 
 # run.py's networks that pair on two threads (the others stay in one process)
 PAIRED = ("bert_encoder", "vit", "transformer_seq17", "yolo_n", "crnn", "mobilenet_v3", "efficientnet_b0")
@@ -160,18 +160,12 @@ def main(argv=None):
         json.dump(split_steps(args.side_xml, inputs, args.repeat), sys.stdout)
         return
     results = {}
-    if args.model:
-        if args.networks or not args.inputs:
-            parser.error("--model takes --inputs (an .npz of its inputs) and no --networks")
-        for path in (args.model, args.inputs):
-            if not Path(path).is_file():
-                parser.error(f"no such file: {path}")
-        name = Path(args.model).name
-        results[name] = _measured(Path(args.model), Path(args.inputs), args.repeat)
-        print(report(name, results[name], args.top), flush=True)
+    own = own_model(parser, args)
+    if own:
+        model, feeds = own
+        results[model.name] = _measured(model, feeds, args.repeat)
+        print(report(model.name, results[model.name], args.top), flush=True)
     else:
-        if args.inputs:
-            parser.error("--inputs goes with --model")
         names = args.networks.split(",") if args.networks else list(PAIRED)
         unknown = [n for n in names if n not in NETWORKS]
         if unknown:

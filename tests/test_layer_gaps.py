@@ -2,26 +2,17 @@
 layers that both runtimes' steps cover whole."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "layer_gaps.py"
+from .benchmark_scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def gaps():
-    before = list(sys.path)      # (the script puts benchmarks/ first, for its measure and networks)
-    spec = importlib.util.spec_from_file_location("bench_layer_gaps", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = before
-    return module
+    return load_script("layer_gaps")
 
 
 def _step(names, seconds, label=None, kind=None):

@@ -2,20 +2,15 @@
 machine can have, and its line names each of them."""
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 from irrun import threads
 
-PROBE = Path(__file__).resolve().parent.parent / "benchmarks" / "machine_state.py"
+from .benchmark_scripts import load_script
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("bench_machine_state", PROBE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("machine_state")
 
 
 def test_probe_reads_the_machine_and_leaves_blas_as_it_was():

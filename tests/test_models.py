@@ -13,6 +13,7 @@ import numpy as np
 import openvino as ov
 import pytest
 
+from benchmark_scripts import load_script
 from ovutil import compile_cpu, run_openvino
 import irrun
 from irrun.registry import implementation
@@ -155,11 +156,7 @@ def test_benchmark_networks_match_openvino(name, tmp_path):
     """The benchmark's mobile and detection networks (benchmarks/networks.py, built with openvino's
     API): depthwise layers by rows and by windows, strided, fed channels-last by their 1x1
     convolutions, Swish chains in blocks, SPPF's pools, nearest upsampling."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("bench_networks", MODELS.parent.parent / "benchmarks" / "networks.py")
-    networks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(networks)
-    xml, feeds = networks.build_ir(name, tmp_path)
+    xml, feeds = load_script("networks").build_ir(name, tmp_path)
     compare_with_openvino(xml, feeds, tmp_path)
 
 

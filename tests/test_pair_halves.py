@@ -1,7 +1,6 @@
 """benchmarks/pair_halves.py: each split step of a paired run, its halves timed against the whole."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import platform
 import sys
@@ -12,7 +11,8 @@ import pytest
 
 from irrun import threads
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "pair_halves.py"
+from .benchmark_scripts import load_script
+
 MODELS = Path(__file__).resolve().parent / "models"
 
 pytestmark = pytest.mark.skipif(
@@ -23,14 +23,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def halves():
-    before = list(sys.path)      # (the script puts benchmarks/ first, for its networks)
-    spec = importlib.util.spec_from_file_location("bench_pair_halves", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = before
-    return module
+    return load_script("pair_halves")
 
 
 def _paired_network(tmp_path: Path) -> tuple[Path, Path]:

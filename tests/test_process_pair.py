@@ -4,7 +4,6 @@ worker that dies or fails, a parent that fails, and the cases that stay in one p
 from __future__ import annotations
 
 import gc
-import importlib.util
 import os
 import platform
 import signal
@@ -20,6 +19,7 @@ from irrun import process_pair, threads
 from irrun.errors import IrrunError
 from irrun.watch import Collect
 
+from .benchmark_scripts import load_script
 from .ovutil import assert_blas_close, assert_close, run_openvino
 
 pytestmark = pytest.mark.skipif(
@@ -27,14 +27,10 @@ pytestmark = pytest.mark.skipif(
          and threads.available_cpus() >= 2),
     reason="paired runs need Linux on x86-64 and two CPUs")
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 def _networks():
-    spec = importlib.util.spec_from_file_location("bench_networks", BENCHMARKS / "networks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("networks")
 
 
 # (builder, its arguments): BERT's GEMMs of 64 rows (Q, K, V by rows, the feed-forward

@@ -5,7 +5,6 @@ Speed itself is measured by `benchmarks/validate_bench.py`, not here: the bound
 below only catches a regression that makes validation quadratic or worse.
 """
 import dataclasses
-import importlib.util
 import re
 import time
 from pathlib import Path
@@ -19,18 +18,15 @@ import pytest
 import irrun
 from irrun import analysis, ir, ir_fastpath
 from irrun.model import _document_and_analysis
+from benchmark_scripts import load_script
 from irxml import edge, layer, net, port, write
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "validate_bench.py"
 LAYERS = 50_000
 GENEROUS_SECONDS = 60
 
 
 def _bench_module():
-    spec = importlib.util.spec_from_file_location("validate_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("validate_bench")
 
 
 def test_50000_layers_validate_and_a_defect_deep_inside_is_found(tmp_path):
