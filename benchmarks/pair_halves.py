@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -34,17 +35,21 @@ sys.path.insert(0, str(HERE))
 from irrun.arrays import atomic_write  # noqa: E402
 from networks import NETWORKS, build_ir, own_model  # noqa: E402
 
-# run.py's networks that pair on two threads (the others stay in one process)
-PAIRED = ("bert_encoder", "vit", "transformer_seq17", "yolo_n", "crnn", "mobilenet_v3", "efficientnet_b0")
-
-
-def _median_seconds(fn, repeat: int) -> float:
+def _median_seconds(calls) -> float:
+    """The median time of `calls` (callables of no arguments), each timed alone."""
     times = []
-    for _ in range(repeat):
+    for call in calls:
         start = time.perf_counter()
-        fn()
+        call()
         times.append(time.perf_counter() - start)
     return float(np.median(times))
+
+
+def _data_copied(args: list, constant: list[bool]) -> list:
+    """A step's arguments with its data copied (later steps write over their buffers, and a whole
+    step may write over its own) and its constants as the plan holds them, in the layouts its
+    kernels read."""
+    return [a.copy() if isinstance(a, np.ndarray) and not held else a for a, held in zip(args, constant)]
 
 
 def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
@@ -52,7 +57,7 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
     "whole"}]} for one IR, in this process (shapes of its first input and of its output)."""
     import irrun
     from irrun import process_pair, threads
-    captured: dict[int, list] = {}        # split index -> its step's arguments in a paired run
+    captured: dict[int, tuple] = {}       # split index -> (its step's arguments in a paired run, which are constants)
     kernel_of = process_pair.Pair._kernel
 
     def capturing(pair, j, halves, final, side):
@@ -64,10 +69,8 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
         constant = [slot in plan.constants for slot in step.inputs]
 
         def parent_kernel(*args):
-            # (its data copied: later steps write over their buffers; its constants as the plan
-            # holds them, in the layouts its kernels read)
-            captured.setdefault(j, [a.copy() if isinstance(a, np.ndarray) and not held else a
-                                    for a, held in zip(args, constant)])
+            if j not in captured:
+                captured[j] = (_data_copied(args, constant), constant)
             return kernel(*args)
         return parent_kernel
     process_pair.Pair._kernel = capturing
@@ -82,27 +85,19 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
     found = []
     with threads.parts_off(), threads.single_threaded_blas():
         for j, split in enumerate(pair.splits):
-            args = captured.get(j)
-            if args is None:
+            if j not in captured:
                 continue
-            halves = process_pair._halves(split, process_pair._arena_view(pair.arena, split))
+            args, constant = captured[j]
+            first, second = process_pair._halves(split, process_pair._arena_view(pair.arena, split))
             whole = plan._program[split.position][0]
-            # (a whole step may write over its data: each call on a fresh copy of it, copied untimed)
-            step = plan._program_steps[split.position]
-            constant = [slot in plan.constants for slot in step.inputs]
-            copies = [[a if held or not isinstance(a, np.ndarray) else a.copy() for a, held in zip(args, constant)]
-                      for _ in range(repeat)]
-            whole_times = []
-            for fresh in copies:
-                start = time.perf_counter()
-                whole(*fresh)
-                whole_times.append(time.perf_counter() - start)
-            layer = step.node.layer
+            # (each whole call on data of its own, copied before the timings)
+            wholes = [partial(whole, *_data_copied(args, constant)) for _ in range(repeat)]
+            layer = plan._program_steps[split.position].node.layer
             found.append({"name": layer.name, "type": layer.op_type, "axis": split.axis, "middle": split.middle,
                           "data": list(getattr(args[0], "shape", ())), "output": list(split.final_shape),
-                          "first": _median_seconds(lambda: halves[0](args), repeat),
-                          "second": _median_seconds(lambda: halves[1](args), repeat),
-                          "whole": float(np.median(whole_times))})
+                          "first": _median_seconds([partial(first, args)] * repeat),
+                          "second": _median_seconds([partial(second, args)] * repeat),
+                          "whole": _median_seconds(wholes)})
     return {"paired": True, "steps": found}
 
 
@@ -142,7 +137,8 @@ def _dims(shape) -> str:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--networks", help=f"comma-separated (default: those that pair, {','.join(PAIRED)})")
+    parser.add_argument("--networks", help="comma-separated (default: run.py's; those that stay in one process "
+                        "say so)")
     parser.add_argument("--model", help="an IR of your own (model.xml) instead of the networks")
     parser.add_argument("--inputs", help="with --model: an .npz of its inputs, by name")
     parser.add_argument("--repeat", type=int, default=50, help="timed runs of each half and step (default 50)")
@@ -166,7 +162,7 @@ def main(argv=None):
         results[model.name] = _measured(model, feeds, args.repeat)
         print(report(model.name, results[model.name], args.top), flush=True)
     else:
-        names = args.networks.split(",") if args.networks else list(PAIRED)
+        names = args.networks.split(",") if args.networks else list(NETWORKS)
         unknown = [n for n in names if n not in NETWORKS]
         if unknown:
             parser.error(f"unknown network(s) {', '.join(unknown)}; known: {', '.join(NETWORKS)}")

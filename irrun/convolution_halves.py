@@ -69,12 +69,13 @@ def pooled_convolution_cut(plan, op, shape: tuple):
     pool = tuple(op.nodes[-1].op.kernel)
     convolved = plan.step_info(head).outputs[0]
     if len(pool) == 2 and len(shape) == 4 and shape[2] >= 2 and convolved is not None and convolved.shape:
-        windows = _row_windows(head, weight, data, tuple(convolved.shape), middle=shape[2] // 2 * pool[0])
+        middle = shape[2] // 2          # (of the pooled rows; the convolution's rows `pool[0]` times as many)
+        windows = _row_windows(head, weight, data, tuple(convolved.shape), middle=middle * pool[0])
         if windows is not None and _cut_reads(head, weight, data, windows) == "rows":
             halves = _convolution_row_halves(head, weight, data, tuple(convolved.shape), windows,
                                              bind=lambda half, info: half.bind_pooled(info, pool))
             if halves is not None:
-                return 2, shape[2] // 2, halves[1]
+                return 2, middle, halves[1]
     halves = _convolution_halves(head, weight, data, shape, lambda info: head.op.bind_pooled(info, pool))
     return None if halves is None else (1,) + halves
 
@@ -110,7 +111,7 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
     kernel(args) -> that half's output channels (a new array)."""
     from .executor import StepInfo
     from .registry import TensorType
-    op = head.op if tile is None else _with_tile(head.op, tile)
+    op = head.op if tile is None else with_attrs(head.op, {}, tile)
     grouped = head.node.layer.op_type == "GroupConvolution"
     units = weight.shape[0]                 # output channels, or groups
     per_unit = shape[1] // units if grouped else 1
@@ -179,9 +180,7 @@ def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, window
     kernels = []
     for (first, stop), (lo, hi), rows in halves:
         half = with_attrs(op, {"pads_begin": (rows[0] - lo, *begin[1:]), "pads_end": (hi - rows[1], *end[1:]),
-                                "auto_pad": "explicit"})
-        if tile is not None:
-            half.whole_layer_tile = tile
+                               "auto_pad": "explicit"}, tile)
         x_shape = (*data.shape[:2], rows[1] - rows[0], *data.shape[3:])
         out_shape = (*shape[:2], stop - first, *shape[3:])
         info = StepInfo([TensorType(x_shape, data.etype), TensorType(weight.shape, data.etype, weight)],
@@ -193,19 +192,15 @@ def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, window
     return middle, tuple(kernels)
 
 
-def with_attrs(op, changes: dict):
-    """A copy of `op` (its caches too) with these attributes changed: a half's own kernel."""
+def with_attrs(op, changes: dict, tile: int | None = None):
+    """A copy of `op` (its caches too) with these attributes changed, binding Winograd by `tile`
+    whatever its shapes say where given: a half's own kernel."""
     import copy
     half = copy.copy(op)
-    half.attrs = op.attrs.replaced(changes)
-    return half
-
-
-def _with_tile(op, tile: int):
-    """A copy of `op` (its caches too) that binds Winograd by `tile` whatever its shapes say."""
-    import copy
-    half = copy.copy(op)
-    half.whole_layer_tile = tile
+    if changes:
+        half.attrs = op.attrs.replaced(changes)
+    if tile is not None:
+        half.whole_layer_tile = tile
     return half
 
 
