@@ -750,7 +750,7 @@ def test_positions_major_2d(cin, kernel, stride, monkeypatch, tmp_path):
     ((2, 1, 6, 5), (3, 5, 4), "rows"),
 ])
 def test_matmul_in_parts_while_the_pool_owns_the_cores(a_shape, b_shape, axis, two_threads, monkeypatch):
-    monkeypatch.setattr(threads, "GEMM_MACS_PER_PART", 1)
+    monkeypatch.setattr(threads, "PRODUCT_MACS_PER_PART", 1)
     splits = record_parts(monkeypatch, lambda fn, ranges: list(ranges))
     a, b = rand(*a_shape), rand(*b_shape, seed=1)
     threads.matmul(a, b)
@@ -763,6 +763,18 @@ def test_matmul_in_parts_while_the_pool_owns_the_cores(a_shape, b_shape, axis, t
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
     cut = {"batch": a_shape[0], "rows": a_shape[-2], "columns": b_shape[-1]}[axis]
     assert splits == [threads.bounds(cut, 2)]
+
+
+def test_a_1x1_layers_product_of_13_m_macs_runs_in_two_parts(two_threads, monkeypatch):
+    """The detector's 1x1 layers (64 -> 64 channels at 40 x 80): below a part of GEMM_MACS_PER_PART
+    but in two parts as a single product, each the same dot products."""
+    splits = record_parts(monkeypatch, lambda fn, ranges: list(ranges))
+    w, x = rand(1, 64, 64), rand(1, 1, 64, 40 * 80, seed=1)
+    assert 64 * 64 * 3200 < 2 * threads.GEMM_MACS_PER_PART
+    with threads.single_threaded_blas():
+        got = threads.matmul(w, x)
+    assert splits == [threads.bounds(3200, 2)]
+    np.testing.assert_array_equal(got, np.concatenate([np.matmul(w, x[..., :1600]), np.matmul(w, x[..., 1600:])], -1))
 
 
 def convolution_network():
