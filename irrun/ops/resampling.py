@@ -48,7 +48,7 @@ from .. import etypes, partial_values
 from ..errors import ShapeError, UnsupportedError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, Shape, dim_map, dim_merge, dims_compatible, format_shape, is_static_dim
-from . import weighted_resize
+from . import nearest_resize, weighted_resize
 from .common import channels_first_view, channels_last_view, round_half_away
 
 _F32 = np.float32
@@ -318,18 +318,12 @@ def interpolate(x: np.ndarray, axes: list[int], sizes: list[int], scales: list[f
 
 def _nearest_resizer(shape: tuple[int, ...], axes: list[int], sizes: list[int], scales: list[float],
                      method: Method) -> Callable:
-    """`interpolate` in nearest mode for data of `shape`: its source indices worked out once, then
-    a gather per resized axis.  Working them out took as long as the gathers (the detector's 2x
-    upsamplings 152 and 163 us a call -> 38 and 101; a broadcast copy into [.., H, 2, W, 2] ran
-    3.5x slower than the gathers, its innermost loop two elements long)."""
+    """`interpolate` in nearest mode for data of `shape`: its source indices worked out once
+    (working them out took as long as the gathers: the detector's 2x upsamplings 152 and 163 us
+    a call -> 38 and 101), then irrun/ops/nearest_resize.py's gathers or broadcast copy."""
     gathers = [(axis, _axis_taps(method, shape[axis], n, scale, 1.0).index)
                for axis, n, scale in sorted(zip(axes, sizes, scales), reverse=True) if shape[axis] != n]
-
-    def resize(x, *_):
-        for axis, index in gathers:
-            x = np.take(x, index, axis=axis)
-        return x
-    return resize
+    return nearest_resize.resizer(shape, gathers)
 
 
 def _weighted_resizer(shape: tuple[int, ...], axes: list[int], sizes: list[int], scales: list[float],
