@@ -6,8 +6,8 @@ data: a MatMul's rows or batches, softmax's and a layer norm's rows, an elementw
 elements; a product by a constant weight along the weight's columns (weight first, column-major,
 for few rows (one: a classifier's) or a weight held [out, in]; else row-major, from COLUMNS_FROM
 output columns); a convolution along its output rows or its output channels, each half with a
-kernel of its own (irrun/convolution_halves.py); a max pool (alone, or with the layers after it
-that commute with it) along the channels; a bidirectional recurrent sequence along its directions.
+kernel of its own (irrun/convolution_halves.py); a max pool and the layers after it that commute
+with it along the channels; a bidirectional recurrent sequence along its directions.
 `splits_of` says which steps of a plan split, or that the plan runs in one process.
 """
 from __future__ import annotations
@@ -169,9 +169,7 @@ def _split_step(plan, k: int, step) -> Split | None:
     info = plan.step_info(step)
     if step.node.layer.op_type in _RECURRENT_SEQUENCES and not step.members:
         return _directions_split(plan, k, step, info)
-    pool_with_indices = step.node.layer.op_type == "MaxPool" and not step.members     # (`_pool_split`)
-    if (len(step.outputs) != 1 and not pool_with_indices) or info.outputs[0] is None \
-            or getattr(_layer_step(step).op, "whole_only", False):
+    if len(step.outputs) != 1 or info.outputs[0] is None or getattr(_layer_step(step).op, "whole_only", False):
         return None
     op = step.op
     if step.members and (not isinstance(op, FusedChain) or op.head_step.members):
@@ -216,8 +214,6 @@ def _split_step(plan, k: int, step) -> Split | None:
         return Split(k, shape, shape, axis, sliced, _matmul_compute(op.attrs.transpose_a, op.attrs.transpose_b))
     if kind in _REDUCTIONS and len(step.inputs) == 2:
         return _reduction_split(plan, k, step, shapes, shape, axis)
-    if kind == "MaxPool":
-        return _pool_split(k, step, shapes, shape)
     sliced = None if axis is None else _row_wise_slices(plan, step, kind, shapes, shape, axis)
     if sliced is None or prod(shape) * _ROW_WISE.get(kind, 1.0) < MIN_SPLIT_WORK:
         return None
@@ -294,23 +290,6 @@ def _reduction_split(plan, k: int, step, shapes: list, shape: tuple, axis: int |
     def compute(args, out):
         copyto(out, run(args[0], args[1]))
     return Split(k, shape, shape, axis, {0: data_axis}, compute)
-
-
-def _pool_split(k: int, step, shapes: list, shape: tuple) -> Split | None:
-    """A max pool of its own (a YOLO neck's SPPF: three 5 x 5 pools over 128 x 10 x 10, which both
-    processes ran whole) in halves along the channels, its indices unread: 56 us whole, halves
-    of 39 (`benchmarks/pair_halves.py`; a pool's many short calls keep a half above half)."""
-    op = step.op
-    if len(shape) < 3 or shape[1] < 2 or op.run_replaced() or not hasattr(op, "values") \
-            or any(s not in step.free for s in step.outputs[1:]):
-        return None
-    passes = sum(op.kernel) + 2        # (a pass per tap of each axis, the padded copy, the floor)
-    if prod(shapes[0]) * passes < MIN_SPLIT_WORK:
-        return None
-
-    def compute(args, out):
-        op.values(args[0], out=out)
-    return Split(k, shape, shape, 1, {0: 1}, compute, outputs=len(step.outputs))
 
 
 def _all_f32(info) -> bool:

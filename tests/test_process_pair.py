@@ -388,46 +388,6 @@ def test_reductions_in_halves(tmp_path, paired, kind, axis, keep_dims):
     assert split.sliced == {0: 2 if axis in (1, -3) else 1}
 
 
-@pytest.mark.parametrize("opset", ["opset1", "opset8"])
-def test_a_yolo_necks_pools_in_halves(tmp_path, paired, opset):
-    """A YOLO neck's SPPF (three 5 x 5 max pools in a row over 128 x 10 x 10, their outputs
-    concatenated; MaxPool-8's indices unread) between convolutions that wake BLAS: each pool in
-    halves along the channels.  Against OpenVINO and one process."""
-    import importlib
-
-    import openvino as ov
-    import openvino.opset13 as ops
-    pool_ops = importlib.import_module(f"openvino.{opset}")
-    rng = np.random.default_rng(5)
-    x = ops.parameter([1, 64, 10, 10], np.float32, name="x")
-
-    def conv(data, c_in, c_out):
-        w = (rng.standard_normal((c_out, c_in, 1, 1)) / np.sqrt(c_in)).astype(np.float32)
-        return ops.swish(ops.convolution(data, ops.constant(w), [1, 1], [0, 0], [0, 0], [1, 1]))
-    y = conv(x, 64, 128)
-    pooled = [y]
-    for _ in range(3):
-        if opset == "opset1":
-            pooled.append(pool_ops.max_pool(pooled[-1], [1, 1], [2, 2], [2, 2], [5, 5]).output(0))
-        else:
-            pooled.append(pool_ops.max_pool(pooled[-1], [1, 1], [1, 1], [2, 2], [2, 2], [5, 5]).output(0))
-    y = conv(ops.concat(pooled, 1), 512, 256)
-    xml = tmp_path / "sppf.xml"
-    ov.save_model(ov.Model([y], [x]), str(xml))
-    feeds = {"x": rng.standard_normal((1, 64, 10, 10)).astype(np.float32)}
-    expected = run_openvino(xml, [feeds["x"]])[0]
-    m = irrun.load(xml)
-    got = [m.infer(feeds)[0] for _ in range(2)]
-    pair = _pair(m)
-    assert pair and _both_halves_ran(pair)
-    steps = m._plan._program_steps
-    pools = [s for s in pair.splits if steps[s.position].node.layer.op_type == "MaxPool"]
-    assert len(pools) == 3 and all((s.axis, s.sliced) == (1, {0: 1}) for s in pools)
-    for value in got:
-        assert_close(value, expected, what="SPPF")
-    assert_blas_close(got[-1], irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
-
-
 def _paired_layer_split(xml: Path, feeds: dict, kind: str):
     """Two paired runs of a network of one input, checked against OpenVINO: (the split of its layer
     of type `kind`, the model)."""
