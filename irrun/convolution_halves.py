@@ -111,7 +111,6 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
     kernel(args) -> that half's output channels (a new array)."""
     from .executor import StepInfo
     from .registry import TensorType
-    op = head.op if tile is None else with_attrs(head.op, {}, tile)
     grouped = head.node.layer.op_type == "GroupConvolution"
     units = weight.shape[0]                 # output channels, or groups
     per_unit = shape[1] // units if grouped else 1
@@ -127,6 +126,8 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
         out_shape[1] = (stop - start) * per_unit
         info = StepInfo([TensorType(tuple(x_shape), data.etype), TensorType(w.shape, data.etype, w)],
                         [TensorType(tuple(out_shape), data.etype)], frozenset(), (True,), None)
+        # (a Winograd layer's half computes by a view of the whole layer's transformed filter)
+        op = head.op if tile is None else with_attrs(head.op, {}, tile, None if grouped else (start, stop))
         bound = (op.bind(info) or op.run) if bind is None else bind(info)
         if bound is None:
             return None
@@ -192,15 +193,18 @@ def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, window
     return middle, tuple(kernels)
 
 
-def with_attrs(op, changes: dict, tile: int | None = None):
+def with_attrs(op, changes: dict, tile: int | None = None, channels: tuple[int, int] | None = None):
     """A copy of `op` (its caches too) with these attributes changed, binding Winograd by `tile`
-    whatever its shapes say where given: a half's own kernel."""
+    whatever its shapes say where given, and by the whole layer's transformed filter's output
+    `channels` (first, stop) where given: a half's own kernel."""
     import copy
     half = copy.copy(op)
     if changes:
         half.attrs = op.attrs.replaced(changes)
     if tile is not None:
         half.whole_layer_tile = tile
+    if channels is not None:
+        half.whole_layer_channels = channels
     return half
 
 

@@ -326,9 +326,11 @@ def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, mo
     the one-process run."""
     from irrun.ops import convolution
     calls = []                          # (data rows, output channels, tile) of each Winograd call here
+    filters = []                        # the transformed filters those calls read
 
     def recorded(x, f, whole, counts):
         calls.append((x.shape[2], f.c_out, f.m))
+        filters.append(f.u)
         return winograd_conv(x, f, whole, counts)
     winograd_conv = convolution.winograd_conv
     monkeypatch.setattr(convolution, "winograd_conv", recorded)
@@ -338,6 +340,9 @@ def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, mo
     assert (split.axis, split.middle) == (axis, middle)
     # the parent's half (the first) by Winograd: its rows and the one below them, or its channels
     assert calls[-1] == ((middle + 1, channels, 4) if axis == 2 else (height, middle, 4))
+    # whose transformed filter is the whole layer's, or a view of its half of the output channels
+    whole = filters[-1] if axis == 2 else filters[-1].base
+    assert whole is not None and whole.shape == (36, channels, channels) and whole.base is None
     assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
 
 

@@ -561,6 +561,9 @@ class _ConvolutionFamily(Op):
     # (irrun/convolution_halves.py): the Winograd tile of the whole layer, which the half keeps
     # whatever tile (or none) its own shapes would take
     whole_layer_tile: int | None = None
+    # a paired run's half of a Winograd layer's output channels: (first, stop) of the whole layer's
+    # (irrun/convolution_halves.py)
+    whole_layer_channels: tuple[int, int] | None = None
     # Set at load (irrun/optimize.py) where a 1x1 convolution feeds a depthwise one that works
     # channels-last: its output is then made in that layout (the same values; a strided view)
     channels_last_output = False
@@ -681,11 +684,18 @@ class _ConvolutionFamily(Op):
         (data, filt), weights = step.inputs, grouped[0]
         # (made once per layer: a plan variant that binds the layer again takes the same one)
         cached = getattr(self, "_transformed", None)
-        if cached is None or cached[0] is not filt.value or cached[1] != m:
-            cached = self._transformed = (filt.value, m, WinogradFilter(weights, m, data.etype.carrier))
-        if step.release is not None:
-            step.release(filt.value)
-        transformed = cached[2]
+        channels = self.whole_layer_channels
+        if channels is not None and cached is not None and cached[1] == m \
+                and cached[2].c_out >= channels[1] and cached[2].c_in == weights.shape[1]:
+            # a paired run's half of the layer's output channels (irrun/convolution_halves.py): a
+            # view of the whole layer's transform, which its copy of the layer's op keeps
+            transformed = cached[2].output_channels(*channels)
+        else:
+            if cached is None or cached[0] is not filt.value or cached[1] != m:
+                cached = self._transformed = (filt.value, m, WinogradFilter(weights, m, data.etype.carrier))
+            if step.release is not None:
+                step.release(filt.value)
+            transformed = cached[2]
         return _unless_values_spread(lambda x: winograd_conv(x, transformed, whole, counts),
                                      lambda x: np.isfinite(sum_of_squares(x)), grouped, geo, whole, counts)
 

@@ -45,6 +45,7 @@ windows that read it.
 """
 from __future__ import annotations
 
+import copy
 import os
 from math import prod
 
@@ -118,6 +119,14 @@ class WinogradFilter:
         self.at = at.astype(dtype)      # [m, a]: A^T, likewise
         self.a_columns = np.ascontiguousarray(self.at.T)    # [a, m]: A, for the tiles' columns
         self.dtype = np.dtype(dtype)
+
+    def output_channels(self, first: int, stop: int) -> WinogradFilter:
+        """Output channels [first, stop) as a filter of their own, a view of this one's transform (a
+        paired run's half of a layer cut along its channels: no second copy of its filter)."""
+        part = copy.copy(self)
+        part.u = self.u[:, first:stop]
+        part.c_out = stop - first
+        return part
 
 
 def winograd_conv(x: np.ndarray, f: WinogradFilter, whole, counts) -> np.ndarray:
