@@ -562,7 +562,8 @@ class Plan:
     def convolution_network(self) -> bool:
         """Whether convolutions large enough to run in parts on every core do most of the
         arithmetic (of the MACs known at load).  Such a network runs with BLAS held to one thread,
-        its kernels cutting their work into parts on irrun's pool (`threads.pool_owns_cores`):
+        its kernels cutting their work into parts on irrun's pool (`threads.pool_owns_cores`;
+        on two threads exactly, once paired, in two processes instead: irrun/process_pair.py):
         OpenBLAS's own threads spin for a while after each GEMM, on the cores those parts want
         (irrun/threads.py).  Other networks keep BLAS's threads: a transformer's GEMMs and a
         MobileNet's 1x1 convolutions take 0.1 ms, which a hand-off to the pool costs as well."""

@@ -37,16 +37,20 @@ one-process results up to a GEMM's rounding.
 * Only where the halves can pay: Linux on x86-64 (fork; the spin-wait relies on x86's ordering
   of stores), two threads exactly (`--threads 1` keeps one process, and so do three or more: the
   pair would use two cores of them, one process uses every one), static shapes, no state
-  (ReadValue/Assign) or random layers, a network whose GEMMs run on BLAS's threads (a
-  `blas_network`, or one whose `convolutions_wake_blas`: irrun/executor.py) whose split steps
-  hold most of its multiply-adds and leave no large GEMM or convolution whole (it would run on
-  one core in each process where it had two threads: the CRNN's LSTM whole made it 1.09-1.11x
-  slower; a bidirectional one now runs one direction in each process).
-  Convolution networks, whose convolutions run in parts on irrun's pool, stay in one process:
-  their Winograd layers in halves on two processes took 0.86-1.08 of their time on two threads
-  (ResNet-18 paired 1.16x slower, the detector level; with each convolution's cut chosen by what
-  its halves read, alternating blocks of inferences against the one-process run: ResNet-18
-  1.075x slower, the detector 1.008x, the audio net 0.992).
+  (ReadValue/Assign) or random layers, a network of large GEMMs or convolutions (a
+  `convolution_network`, a `blas_network`, or one whose `convolutions_wake_blas`:
+  irrun/executor.py) whose split steps hold most of its multiply-adds and leave no large GEMM or
+  convolution whole (it would run on one core in each process where it had two threads: the
+  CRNN's LSTM whole made it 1.09-1.11x slower; a bidirectional one now runs one direction in
+  each process).
+  Convolution networks pair since stop 55.  In one process their layers run in parts on irrun's
+  pool, and each layer's hand-off waits for the GIL: the detector's 17 a run each lost 30-60 us
+  before the worker began its part and 8-10 after (1 ms of its 13-15); once a Winograd layer's
+  halves kept the whole layer's tile (stop 54), halves in two processes beat that (medians of
+  processes alternating with the one-process run: the detector 0.89 of its time, ResNet-18
+  0.965, with f16 weights 0.925, the audio net 0.87; and in the VM's slow spells, whose wake-ups
+  slow the pool's hand-offs most, ResNet-18 20.0 against 27.9 ms).  Before that, with the
+  halves of Winograd layers computed by the direct kernels, ResNet-18 paired was 1.075x slower.
   Watchers (profile, dump, compare) run in one process.  `IRRUN_PROCESSES=1` turns it off.
 
 A 1x1 convolution that writes channels-last for the depthwise layer reading it (irrun/optimize.py)

@@ -599,7 +599,8 @@ def _reading_their_own_rows(steps, splits: list[Split]) -> list[Split]:
 def splits_of(plan) -> list[Split] | None:
     """The plan's split steps, or None where it is better run in one process."""
     steps = plan._program_steps
-    if not (plan.blas_network or plan.convolutions_wake_blas) or any(step.check is not None for step in steps):
+    if not (plan.convolution_network or plan.blas_network or plan.convolutions_wake_blas) \
+            or any(step.check is not None for step in steps):
         return None
     for step in steps:
         members = step.members or (step.node,)

@@ -89,9 +89,11 @@ def test_a_convolution_network_leaves_the_pool_asleep(two_threads, monkeypatch, 
     assert time.process_time() - before < 0.1
 
 
-def test_threads_sharing_a_convolution_network(two_threads, tmp_path):
+def test_threads_sharing_a_convolution_network(two_threads, tmp_path, monkeypatch):
     """Four threads inferring at once: each gets what one thread alone gets (OpenVINO's result),
-    and the pool sleeps once they are done."""
+    and the pool sleeps once they are done.  (In one process: a paired run's rows and channels in
+    halves round otherwise than the pool's parts, which the threads left out of the pair run.)"""
+    monkeypatch.setenv("IRRUN_PROCESSES", "1")
     xml = save(convolution_network(), tmp_path / "net")
     loaded = irrun.load(xml)
     images = [rand(1, 64, 56, 56, seed=s) for s in range(4)]
