@@ -71,7 +71,8 @@ def _repeating(shape: tuple[int, ...], repeats: dict[int, int], gathers) -> Call
         if types is None:               # (8-byte values: no integer twice as wide)
             return gathering(x)
         narrow, wide = types
-        out = np.empty(target, wide)
-        np.multiply(x.view(narrow).reshape(source), wide((1 << (8 * x.dtype.itemsize)) + 1), out=out, dtype=wide)
-        return out.view(x.dtype).reshape(final)
+        out = np.empty(final, x.dtype)          # (an array of the data's type, not a view of another)
+        np.multiply(x.view(narrow).reshape(source), wide((1 << (8 * x.dtype.itemsize)) + 1),
+                    out=out.view(wide).reshape(target), dtype=wide)
+        return out
     return resize
