@@ -123,6 +123,18 @@ def evaluate_without_lpt(model: ov.Model, inputs: list[np.ndarray]) -> list[np.n
     return results
 
 
+def run_in_threads(target, count: int = 4, timeout: float = 120) -> bool:
+    """target(k) for k in range(count), each in a thread of its own, all at once; whether every
+    one ended within `timeout` seconds."""
+    import threading
+    callers = [threading.Thread(target=target, args=(k,)) for k in range(count)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join(timeout)
+    return not any(t.is_alive() for t in callers)
+
+
 def assert_close(actual: np.ndarray, expected: np.ndarray, *, rtol=1e-4, atol=1e-5, what="output"):
     expected = np.asarray(expected)
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != OpenVINO {expected.dtype}"

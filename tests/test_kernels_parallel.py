@@ -17,7 +17,7 @@ import irrun
 from irrun import threads
 from irrun.errors import UsageError
 from irrun.ops import convolution, depthwise, im2col, winograd
-from ovutil import assert_close, compare, run_openvino, save
+from ovutil import assert_close, compare, run_in_threads, run_openvino, save
 
 
 def rand(*shape, seed=0, scale=1.0):
@@ -598,11 +598,7 @@ def test_parts_run_on_the_pool_threads_and_callers_share_it(two_threads):
         results.append("ok")
 
     results = []
-    callers = [threading.Thread(target=caller, args=(k, results)) for k in range(4)]
-    for t in callers:
-        t.start()
-    for t in callers:
-        t.join(60)
+    assert run_in_threads(lambda k: caller(k, results), timeout=60)
     assert results == ["ok"] * 4
 
 

@@ -20,7 +20,7 @@ from irrun.errors import IrrunError
 from irrun.watch import Collect
 
 from .benchmark_scripts import load_script
-from .ovutil import assert_blas_close, assert_close, run_openvino
+from .ovutil import assert_blas_close, assert_close, run_in_threads, run_openvino
 
 pytestmark = pytest.mark.skipif(
     not (sys.platform.startswith("linux") and platform.machine().lower() in ("x86_64", "amd64")
@@ -430,7 +430,6 @@ def test_threads_sharing_a_paired_network(tmp_path, paired):
     """Four threads inferring at once with a paired convolution network: one at a time has the
     pair, the others run alone in their process; each gets its own inputs' result (within the
     rounding of halves against parts), and the pair goes on working afterwards."""
-    import threading
     xml, feeds = _build("audio", tmp_path)
     (name, value), = feeds.items()
     m = irrun.load(xml)
@@ -450,12 +449,7 @@ def test_threads_sharing_a_paired_network(tmp_path, paired):
                 assert_blas_close(m.infer(inputs[k])[0], expected[k], what=f"thread {k}")
             except AssertionError as exc:
                 failures.append(exc)
-    callers = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
-    for t in callers:
-        t.start()
-    for t in callers:
-        t.join(120)
-    assert not failures and not any(t.is_alive() for t in callers)
+    assert run_in_threads(caller) and not failures
     runs = pair.run_number
     assert runs > 1                 # (some of the threads' runs had the pair)
     assert_blas_close(m.infer(inputs[0])[0], expected[0], what="after them")

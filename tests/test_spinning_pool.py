@@ -10,7 +10,7 @@ import pytest
 
 import irrun
 from irrun import threads
-from ovutil import assert_close, run_openvino, save
+from ovutil import assert_close, run_in_threads, run_openvino, save
 from test_kernels_parallel import convolution_network, rand
 
 pytestmark = pytest.mark.skipif(not threads.SPIN_WAITS, reason="no pthread spin locks in this C library")
@@ -107,11 +107,7 @@ def test_threads_sharing_a_convolution_network(two_threads, tmp_path, monkeypatc
             if not np.array_equal(loaded.infer([images[k]])[0], expected[k]):
                 failures.append(k)
 
-    callers = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
-    for t in callers:
-        t.start()
-    for t in callers:
-        t.join(120)
+    assert run_in_threads(caller)
     assert not failures and spinning_workers() == [False]
 
 
