@@ -44,13 +44,14 @@ one-process results up to a GEMM's rounding.
   CRNN's LSTM whole made it 1.09-1.11x slower; a bidirectional one now runs one direction in
   each process).
   Convolution networks pair since stop 55.  In one process their layers run in parts on irrun's
-  pool, and each layer's hand-off waits for the GIL: the detector's 17 a run each lost 30-60 us
-  before the worker began its part and 8-10 after (1 ms of its 13-15); once a Winograd layer's
-  halves kept the whole layer's tile (stop 54), halves in two processes beat that (medians of
-  processes alternating with the one-process run: the detector 0.89 of its time, ResNet-18
-  0.965, with f16 weights 0.925, the audio net 0.87; and in the VM's slow spells, whose wake-ups
-  slow the pool's hand-offs most, ResNet-18 20.0 against 27.9 ms).  Before that, with the
-  halves of Winograd layers computed by the direct kernels, ResNet-18 paired was 1.075x slower.
+  pool, and each layer's hand-off waits for the GIL: each of the detector's 17 hand-offs a run
+  lost 30-60 us before the worker began its part and 8-10 after (1 ms of its 13-15); once a
+  Winograd layer's halves kept the whole layer's tile (stop 54), halves in two processes beat
+  that (medians of processes alternating with the one-process run: the detector 0.89 of its
+  time, ResNet-18 0.965, with f16 weights 0.925, the audio net 0.87; and in the VM's slow
+  spells, whose wake-ups slow the pool's hand-offs most, ResNet-18 20.0 against 27.9 ms).
+  Before that, with the halves of Winograd layers computed by the direct kernels, ResNet-18
+  paired was 1.075x slower.
   Watchers (profile, dump, compare) run in one process.  `IRRUN_PROCESSES=1` turns it off.
 
 A 1x1 convolution that writes channels-last for the depthwise layer reading it (irrun/optimize.py)
