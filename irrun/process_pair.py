@@ -160,6 +160,7 @@ class Pair:
         self.alone = False
         self.lock = threading.Lock()
         self.initial = plan._initial
+        self.result_slots = list(plan._program_results)
         # the two programs: the parent's whole, the worker's up to its last split step and only
         # the steps its split steps need
         parent_program, worker_program = list(plan._program), list(plan._program)
@@ -338,7 +339,15 @@ class Pair:
             except BaseException:
                 control[_ABORT] = self.run_number
                 raise
-            # (a result lying in the arena is a view of the mapping: model.py's `_own` copies it)
+            # A result lying in the arena is copied out while the lock is held: the next paired
+            # run, which another thread sharing the model may start as soon as it is released,
+            # writes the arena again (four threads sharing a strided convolution got one another's
+            # outputs when model.py's `_own` copied them after)
+            buffer, may_share = self.buffer, np.may_share_memory
+            for s in self.result_slots:
+                value = slots[s]
+                if isinstance(value, np.ndarray) and may_share(value, buffer):
+                    slots[s] = value.copy()
             return True
         finally:
             self.lock.release()
