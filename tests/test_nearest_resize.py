@@ -5,7 +5,7 @@ every data type, and the bits of special values."""
 import numpy as np
 import openvino.opset11 as ops11
 import pytest
-from ovutil import compare, const, model, param, save
+from ovutil import compare, const, model, param, run_openvino, save
 
 import irrun
 
@@ -56,21 +56,24 @@ def test_nearest_resizes_match_openvino(dtype, tmp_path):
     compare(m, [data], tmp_path, **exact)
     loaded = irrun.load(save(m, tmp_path / "again"))
     kinds = {s.node.layer.name: kernel_kind(s) for s in loaded._plan.steps}
-    assert [kinds[f"resize{i}"] for i in range(len(RESIZES))] == [kind for _, kind in RESIZES]
+    # (8-byte values have no integer twice as wide: a last axis repeated twice takes the gathers)
+    expected = ["take" if np.dtype(dtype).itemsize == 8 and 3 in resize.get("axes", (2, 3)) else kind
+                for resize, kind in RESIZES]
+    assert [kinds[f"resize{i}"] for i in range(len(RESIZES))] == expected
 
 
 def test_upsampling_keeps_every_bit(tmp_path):
-    """NaN payloads, signed zeros and infinities copied as they are, whichever way: the bits
-    np.take gives."""
+    """NaN payloads (a signalling one too), signed zeros and infinities copied as they are,
+    whichever way: OpenVINO's bits."""
     x = param([1, 3, 4, 4])
     m = model([nearest(x, scales=[2.0, 2.0]), nearest(x, scales=[3.0, 2.0]), nearest(x, scales=[2.0], axes=[2])], [x])
     data = RNG.standard_normal([1, 3, 4, 4]).astype(np.float32)
     bits = data.view(np.uint32)
     bits[0, 0, 0, :3] = [0x7FC01234, 0xFFA00001, 0x80000000]     # quiet and signalling NaNs, -0.0
     data[0, 1, 2, 3], data[0, 2, 3, 0] = np.inf, -np.inf
-    got = list(irrun.load(save(m, tmp_path)).infer([data]).values())
-    for out, (rh, rw) in zip(got, [(2, 2), (3, 2), (2, 1)]):
-        expected = np.repeat(np.repeat(data, rh, axis=2), rw, axis=3)
+    xml = save(m, tmp_path)
+    got = list(irrun.load(xml).infer([data]).values())
+    for out, expected in zip(got, run_openvino(xml, [data])):
         np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))
 
 

@@ -23,12 +23,15 @@ import numpy as np
 _TWICE_AS_WIDE = {1: (np.uint8, np.uint16), 2: (np.uint16, np.uint32), 4: (np.uint32, np.uint64)}
 
 
-def resizer(shape: tuple[int, ...], gathers: list[tuple[int, np.ndarray]]) -> Callable:
-    """`resize(x, *ignored)` for data of `shape`, given each resized axis's source indices."""
+def resizer(shape: tuple[int, ...], itemsize: int, gathers: list[tuple[int, np.ndarray]]) -> Callable:
+    """`resize(x, *ignored)` for data of `shape` and values `itemsize` bytes wide, given each
+    resized axis's source indices."""
     repeats = {axis: _repeat_of(index, shape[axis]) for axis, index in gathers}
     last = len(shape) - 1
-    if gathers and all(repeats.values()) and repeats.get(last, 2) == 2:
-        return _repeating(shape, repeats, gathers)
+    # (the last axis repeated otherwise than twice, or values of 8 bytes: no wider integer, gathers)
+    if gathers and all(repeats.values()) \
+            and (last not in repeats or (repeats[last] == 2 and itemsize in _TWICE_AS_WIDE)):
+        return _repeating(shape, repeats)
     return _gathering(gathers)
 
 
@@ -48,31 +51,28 @@ def _repeat_of(index: np.ndarray, n_in: int) -> int | None:
     return r
 
 
-def _repeating(shape: tuple[int, ...], repeats: dict[int, int], gathers) -> Callable:
+def _repeating(shape: tuple[int, ...], repeats: dict[int, int]) -> Callable:
     last = len(shape) - 1
-    widened = repeats.get(last) == 2
+    widened = last in repeats
     source, target = [], []
     for axis, n in enumerate(shape):
         source.append(n)
         target.append(n)
-        if axis in repeats and not (axis == last and widened):
+        if axis in repeats and axis != last:
             source.append(1)
             target.append(repeats[axis])
     final = tuple(n * repeats.get(axis, 1) for axis, n in enumerate(shape))
     source, target = tuple(source), tuple(target)
-    gathering = _gathering(gathers)
 
-    def resize(x, *_):
-        if not widened:
-            out = np.empty(target, x.dtype)
-            np.copyto(out, x.reshape(source))
-            return out.reshape(final)
-        types = _TWICE_AS_WIDE.get(x.dtype.itemsize)
-        if types is None:               # (8-byte values: no integer twice as wide)
-            return gathering(x)
-        narrow, wide = types
+    def copy(x, *_):
+        out = np.empty(target, x.dtype)
+        np.copyto(out, x.reshape(source))
+        return out.reshape(final)
+
+    def widen(x, *_):
+        narrow, wide = _TWICE_AS_WIDE[x.dtype.itemsize]
         out = np.empty(final, x.dtype)          # (an array of the data's type, not a view of another)
         np.multiply(x.view(narrow).reshape(source), wide((1 << (8 * x.dtype.itemsize)) + 1),
                     out=out.view(wide).reshape(target), dtype=wide)
         return out
-    return resize
+    return widen if widened else copy

@@ -316,14 +316,15 @@ def interpolate(x: np.ndarray, axes: list[int], sizes: list[int], scales: list[f
     return _saturate(work, dtype, arithmetic.final).astype(dtype)
 
 
-def _nearest_resizer(shape: tuple[int, ...], axes: list[int], sizes: list[int], scales: list[float],
+def _nearest_resizer(data: TensorType, axes: list[int], sizes: list[int], scales: list[float],
                      method: Method) -> Callable:
     """`interpolate` in nearest mode for data of `shape`: its source indices worked out once
     (working them out took as long as the gathers: the detector's 2x upsamplings 152 and 163 us
     a call -> 38 and 101), then irrun/ops/nearest_resize.py's gathers or broadcast copy."""
+    shape = data.shape
     gathers = [(axis, _axis_taps(method, shape[axis], n, scale, 1.0).index)
                for axis, n, scale in sorted(zip(axes, sizes, scales), reverse=True) if shape[axis] != n]
-    return nearest_resize.resizer(shape, gathers)
+    return nearest_resize.resizer(shape, np.dtype(data.etype.carrier).itemsize, gathers)
 
 
 def _weighted_resizer(shape: tuple[int, ...], axes: list[int], sizes: list[int], scales: list[float],
@@ -500,7 +501,7 @@ class _InterpolateWithInputs(_Interpolate):
             return None
         axes, sizes, scales = self.resizing(data.shape, (None,) + tuple(t.value for t in step.inputs[1:]))
         if self.attrs.mode == "nearest":
-            return _nearest_resizer(data.shape, axes, sizes, scales, self.method)
+            return _nearest_resizer(data, axes, sizes, scales, self.method)
         return _weighted_resizer(data.shape, axes, sizes, scales, self.method, self.run)
 
 
@@ -606,7 +607,7 @@ class Interpolate1(_Interpolate):
         axes, sizes, scales = self.resizing(data.shape, target.value)
         method = self._method(len(data.shape), axes)
         if method.mode == "nearest":
-            return _nearest_resizer(data.shape, axes, sizes, scales, method)
+            return _nearest_resizer(data, axes, sizes, scales, method)
         return _weighted_resizer(data.shape, axes, sizes, scales, method, self.run)
 
 
