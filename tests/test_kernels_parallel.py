@@ -769,8 +769,11 @@ def test_a_1x1_layers_product_of_13_m_macs_runs_in_two_parts(two_threads, monkey
     assert 64 * 64 * 3200 < 2 * threads.GEMM_MACS_PER_PART
     with threads.single_threaded_blas():
         got = threads.matmul(w, x)
+        # (each half as a part computes it, on one BLAS thread: OpenBLAS's AVX2 kernels on two
+        # threads cut the product otherwise and round otherwise)
+        halves = [np.matmul(w, x[..., :1600]), np.matmul(w, x[..., 1600:])]
     assert splits == [threads.bounds(3200, 2)]
-    np.testing.assert_array_equal(got, np.concatenate([np.matmul(w, x[..., :1600]), np.matmul(w, x[..., 1600:])], -1))
+    np.testing.assert_array_equal(got, np.concatenate(halves, -1))
 
 
 def convolution_network():

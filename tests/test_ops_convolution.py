@@ -356,12 +356,13 @@ def test_integer_in_range(name, dtype, tmp_path):
     lo = 0 if dtype == np.uint8 else -1
     weights = lambda *shape: ints(*shape, dtype=dtype, lo=lo, hi=1, seed=1)
     data = ints(1, 4, 7, 8, dtype=dtype, lo=lo, hi=1)
-    if name != "backprop" or dtype != np.int8:
+    if dtype != np.int8:
         compare(build(name, dtype, [1, 4, 7, 8], weights), [data], tmp_path)
         return
-    # The CPU plugin's i8 kernel at times leaves the row output_padding adds unwritten (garbage in
-    # 3-12% of compiles: specs/errata/convolution.md): the same layer in f32 is the oracle, exact
-    # for these sums, cast back
+    # The CPU plugin's i8 kernels are not an oracle (specs/errata/convolution.md): its backprop at
+    # times leaves the row output_padding adds unwritten (garbage in 3-12% of compiles), and on a
+    # CPU without AVX-512 (an AMD EPYC of family 19h, model 1) its i8 Convolution and
+    # GroupConvolution give zeros.  The same layer in f32 is the oracle, exact for these sums, cast back
     xml = save(build(name, dtype, [1, 4, 7, 8], weights), tmp_path / "int")
     as_float = save(build(name, np.float32, [1, 4, 7, 8], lambda *shape: weights(*shape).astype(np.float32)),
                     tmp_path / "f32")

@@ -800,7 +800,9 @@ def test_no_pool_inside_a_stem_it_does_not_suit(case, monkeypatch, tmp_path):
 
 def test_a_thin_stem_pools_inside_its_convolution_in_parts(two_threads, tmp_path):
     """The CRNN's stem (3 -> 64 channels at 32 x 256, its 2x2 / 2 pool) in a convolution network on
-    two threads: its blocks of rows in parts; the values one thread gives, bit for bit."""
+    two threads: its blocks of rows in parts; the values one thread gives (within BLAS's rounding:
+    OpenBLAS's AVX2 kernels round a product cut otherwise a little otherwise; its AVX-512 ones gave
+    the same bits)."""
     from irrun import threads
     stem = _thin_stem(3, 64, (32, 256))
     pooled = stem.outputs[0].get_node().input_value(0)
@@ -825,7 +827,7 @@ def test_a_thin_stem_pools_inside_its_convolution_in_parts(two_threads, tmp_path
         parallel = m.infer(image)
     assert m._plan.convolution_network and 2 in splits
     threads.set_threads(1)
-    np.testing.assert_array_equal(next(iter(parallel.values())), next(iter(irrun.load(xml).infer(image).values())))
+    assert_blas_close(next(iter(parallel.values())), next(iter(irrun.load(xml).infer(image).values())))
 
 
 @pytest.mark.parametrize("case", ["padded", "dilated", "two samples", "short kernel", "the convolution read",

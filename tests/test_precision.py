@@ -181,12 +181,15 @@ def test_detection_of_f16_weights_and_of_a_plain_cast(tmp_path):
 
 def test_dynamic_quantization_is_what_openvino_does_by_default(tmp_path):
     """Why the oracle turns it off: by default the CPU plugin's MatMul with int8 weights quantizes its
-    activations, which moves the result by far more than any f16 rounding."""
+    activations, which moves the result by far more than any f16 rounding.  (Not on every CPU: on an
+    AMD EPYC without AVX-512 or VNNI (family 19h, model 1) its default gave the exact values.)"""
     m, inputs = matmul_model(storage="u8")
     xml = save(m, tmp_path)
     exact, default = run_ov(xml, inputs)[0], run_ov(xml, inputs, CPU_F32)[0]
     got = irrun.load(xml).infer(inputs)
     assert_close(list(got.values())[0], exact)
+    if distance(default, exact) == 0:
+        pytest.skip("this CPU's plugin does not quantize the activations by default: its default is exact here")
     assert distance(default, exact) > 1e-3
 
 
