@@ -231,27 +231,53 @@ class Relu(Activation):
         return self.into_for(x.dtype)(x, np.empty_like(x))
 
 
-# exp(a x) is computed as exp2(x * a log2(e)): NumPy's float32 exp2 takes 0.20 ns an element on
-# AVX-512 against exp's 0.37, so a multiply and exp2 (0.28) beat a negation and exp (0.45), and
-# Swish, the activation of YOLO and EfficientNet, 0.74 -> 0.58 ns (YOLOv5n-style net 14.9 -> 14.3 ms,
-# EfficientNet-B0 24.0 -> 23.2).  Rounding the product moves the result by at most |a x| 2^-24
-# relative: 4e-6 where exp(a x) reaches float32's limits, 1e-7 for |a x| < 2.
+def _numpy_has_avx512_loops() -> bool:
+    """Whether NumPy dispatches its AVX-512 (SKX) loops on this CPU, SVML's exp2 among them."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as features
+        except ImportError:
+            return False
+    return bool(features.get("AVX512_SKX") or features.get("X86_V4"))
+
+
+# exp(a x) is computed as exp2(x * a log2(e)) where NumPy runs its AVX-512 loops: its float32 exp2
+# (SVML's) takes 0.20 ns an element there against exp's 0.37, so a multiply and exp2 (0.28) beat a
+# negation and exp (0.45), and Swish, the activation of YOLO and EfficientNet, 0.74 -> 0.58 ns
+# (YOLOv5n-style net 14.9 -> 14.3 ms, EfficientNet-B0 24.0 -> 23.2).  Rounding the product moves
+# the result by at most |a x| 2^-24 relative: 4e-6 where exp(a x) reaches float32's limits, 1e-7 for
+# |a x| < 2.  Without AVX-512 (an AMD EPYC of family 19h, model 1: AVX2 and FMA) exp2 is the slower,
+# 4.5 ns an element against exp's 2.3, and exp(a x) is exp of the product itself (a = -1: an exact
+# negation).  Decided once, from the CPU (the same bits from one process to the next).
+EXP_BY_EXP2 = _numpy_has_avx512_loops()
 LOG2_E = 1.4426950408889634
 
 
+def exponential():
+    """The ufunc that gives exp(a x) from x times `exponent_factor(a)`: np.exp2 or np.exp."""
+    return np.exp2 if EXP_BY_EXP2 else np.exp
+
+
+def exponent_factor(a: float, dtype) -> np.generic:
+    """What x is multiplied by, in `dtype`, for `exponential()` of the product to be exp(a x)."""
+    return typed_constant(a * LOG2_E if EXP_BY_EXP2 else a, dtype)
+
+
 def _sigmoid(x):
-    return 1 / (1 + np.exp2(x * -LOG2_E))
+    return 1 / (1 + exponential()(x * exponent_factor(-1, x.dtype)))
 
 
 def _sigmoid_into_for(dtype):
-    one, scale = typed_constant(1, dtype), typed_constant(-LOG2_E, dtype)
+    one, scale, exp = typed_constant(1, dtype), exponent_factor(-1, dtype), exponential()
 
     def sigmoid_into(x, out):
         """1 / (1 + exp(-x)), rounded exactly as `_sigmoid`, without temporaries.  (1 / t by
         np.divide: the same bits as np.reciprocal at half its time, 0.084 against 0.161 ns an
         element in float32.)"""
         np.multiply(x, scale, out=out)
-        np.exp2(out, out=out)
+        exp(out, out=out)
         np.add(out, one, out=out)
         return np.divide(one, out, out=out)
     return sigmoid_into
@@ -264,7 +290,7 @@ class Sigmoid(Activation):
         return _sigmoid_into_for(dtype)
 
     def ufuncs(self, dtype):
-        return [(np.multiply, typed_constant(-LOG2_E, dtype)), (np.exp2, None), (np.add, typed_constant(1, dtype)),
+        return [(np.multiply, exponent_factor(-1, dtype)), (exponential(), None), (np.add, typed_constant(1, dtype)),
                 (np.reciprocal, None)]
 
     def run(self, x):
@@ -334,9 +360,10 @@ def _softmax_into(x, out, axis: int | None):
         return out
     # One pass for the whole tensor's extremes instead of one maximum per row (a third of the
     # time of 128-wide rows) and the subtraction; masked scores (-1e4, -inf) and NaN take the rows'.
-    # Within the caches, exp by exp2 as the activations above (ViT's 3 x 197 x 197 scores 119 -> 98
-    # us); beyond them the product is one more pass through memory (8 x 512 x 512: 1.37 -> 1.97 ms)
-    by_exp2 = x.size <= _SOFTMAX_EXP2_ELEMENTS
+    # Within the caches, exp by exp2 where the activations above take it (ViT's 3 x 197 x 197 scores
+    # 119 -> 98 us); beyond them the product is one more pass through memory (8 x 512 x 512: 1.37 ->
+    # 1.97 ms)
+    by_exp2 = EXP_BY_EXP2 and x.size <= _SOFTMAX_EXP2_ELEMENTS
     if x.size >= _SOFTMAX_WHOLE_EXTREMES and -_SOFTMAX_EXP_SAFE < x.min() and x.max() < _SOFTMAX_EXP_SAFE:
         start = x
     else:
@@ -550,7 +577,7 @@ class Swish(Activation):
 
     def run(self, x, beta=None):
         b = 1.0 if beta is None else float(beta.reshape(()))
-        return float_math(lambda v: v / (1 + np.exp2(v * (-b * LOG2_E))), x)
+        return float_math(lambda v: v / (1 + exponential()(v * exponent_factor(-b, v.dtype))), x)
 
     beta = 1.0
 
@@ -565,12 +592,12 @@ class Swish(Activation):
         return None if kernel is None else (lambda x, beta: kernel(x))
 
     def into_for(self, dtype):
-        scale, one = typed_constant(-self.beta * LOG2_E, dtype), typed_constant(1, dtype)
+        scale, one, exp = exponent_factor(-self.beta, dtype), typed_constant(1, dtype), exponential()
 
         def swish_into(x, out):
             """x / (1 + exp(-beta x)), rounded as `run`; `out` may be `x`."""
             t = np.multiply(x, scale, out=np.empty_like(x))
-            np.exp2(t, out=t)
+            exp(t, out=t)
             np.add(t, one, out=t)
             return np.divide(x, t, out=out)
         return swish_into
@@ -587,8 +614,8 @@ def _softplus_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     if x.ndim == 0:   # NumPy makes scalars of 0-d results, which `out=` cannot take
         return _softplus_into(x.reshape(1), out.reshape(1)).reshape(())
     tail = np.abs(x)
-    np.multiply(tail, typed_constant(-LOG2_E, x.dtype), out=tail)
-    np.exp2(tail, out=tail)
+    np.multiply(tail, exponent_factor(-1, x.dtype), out=tail)
+    exponential()(tail, out=tail)
     np.log1p(tail, out=tail)
     scalar_extremum(np.maximum, 0, x.dtype)(x, out)
     return np.add(out, tail, out=out)
