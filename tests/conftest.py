@@ -35,3 +35,13 @@ def optimizing_by_default(monkeypatch):
     """Tests about the optimizer: `irrun.load`'s default is on whatever IRRUN_OPTIMIZE the suite
     runs under (`IRRUN_OPTIMIZE=0 python -m pytest`)."""
     monkeypatch.delenv("IRRUN_OPTIMIZE", raising=False)
+
+
+@pytest.fixture(params=[True, False], ids=["exp2", "exp"])
+def either_exponential(request, monkeypatch):
+    """Each way the exponential activations, Softmax and Gelu are computed, whatever this CPU's way
+    is: exp(a x) by exp2 and Gelu by tanh where NumPy has AVX-512 loops, by exp elsewhere
+    (activation.EXP_BY_EXP2).  Returns whether by exp2."""
+    from irrun.ops import activation
+    monkeypatch.setattr(activation, "EXP_BY_EXP2", request.param)
+    return request.param

@@ -193,14 +193,6 @@ def test_selu_longer_parameters_use_first_value(tmp_path):
     compare(unary_model(lambda p: ops.selu(p, c([1.6, 2.0]), c([1.05, 3.0])), [2, 6]), [x], tmp_path)
 
 
-@pytest.fixture(params=[True, False], ids=["exp2", "exp"])
-def either_exponential(request, monkeypatch):
-    """Each way the exponential activations and Gelu are computed, whatever this CPU's way is:
-    exp(a x) by exp2 and Gelu by tanh where NumPy has AVX-512 loops, by exp elsewhere
-    (activation.EXP_BY_EXP2)."""
-    monkeypatch.setattr(activation, "EXP_BY_EXP2", request.param)
-
-
 # ---------------------------------------------------------------- Gelu
 
 GELU = {"v2": ops2.gelu, "v7-erf": lambda p: ops7.gelu(p, "erf"), "v7-tanh": lambda p: ops7.gelu(p, "tanh")}
