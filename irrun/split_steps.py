@@ -7,7 +7,8 @@ elements; a product by a constant weight along the weight's columns (weight firs
 for few rows (one: a classifier's) or a weight held [out, in]; else row-major, from COLUMNS_FROM
 output columns); a convolution along its output rows or its output channels, each half with a
 kernel of its own (irrun/convolution_halves.py); a max pool and the layers after it that commute
-with it along the channels; a bidirectional recurrent sequence along its directions.
+with it along the channels, and a max or average pool alone so; a Concat along an axis other than
+its own; a bidirectional recurrent sequence along its directions.
 `splits_of` says which steps of a plan split, or that the plan runs in one process.
 """
 from __future__ import annotations
@@ -69,11 +70,14 @@ class Split:
     outputs: int = 1                # the step's outputs: the first is the split one, the others unread
 
 
-def _rows_axis(shape: tuple) -> int | None:
-    """The axis cut in halves: of the axes before the last, the one of size above 1 that halves
-    most evenly (the outermost of those that do): a ViT's 3 heads of 197 queries are cut along the
-    queries, BERT's 4 heads of 128 along the heads."""
-    axes = [a for a, n in enumerate(shape[:-1]) if n > 1] or ([0] if len(shape) == 1 and shape[0] > 1 else [])
+def _rows_axis(shape: tuple, among: list[int] | None = None) -> int | None:
+    """The axis cut in halves: of the axes before the last (or of `among`), the one of size above 1
+    that halves most evenly (the outermost of those that do): a ViT's 3 heads of 197 queries are cut
+    along the queries, BERT's 4 heads of 128 along the heads."""
+    if among is not None:
+        axes = [a for a in among if shape[a] > 1]
+    else:
+        axes = [a for a, n in enumerate(shape[:-1]) if n > 1] or ([0] if len(shape) == 1 and shape[0] > 1 else [])
     if not axes:
         return None
     return min(axes, key=lambda a: (shape[a] % 2 / shape[a], a))
@@ -169,6 +173,8 @@ def _split_step(plan, k: int, step) -> Split | None:
     info = plan.step_info(step)
     if step.node.layer.op_type in _RECURRENT_SEQUENCES and not step.members:
         return _directions_split(plan, k, step, info)
+    if step.node.layer.op_type in _POOLS_AND_CONCAT and not step.members:
+        return _pool_or_concat_split(plan, k, step, info)
     if len(step.outputs) != 1 or info.outputs[0] is None or getattr(_layer_step(step).op, "whole_only", False):
         return None
     op = step.op
@@ -266,6 +272,48 @@ def _directions_split(plan, k: int, step, info) -> Split | None:
     shape = tuple(y.shape)
     return Split(k, shape, shape, 1, {}, None, middle=1, outputs=len(step.outputs),
                  computes=(direction(0, "forward"), direction(1, "reverse")))
+
+
+_POOLS_AND_CONCAT = frozenset({"MaxPool", "AvgPool", "Concat"})
+
+
+def _pool_or_concat_split(plan, k: int, step, info) -> Split | None:
+    """A max or average pool along its batch or channels, a Concat along an axis other than its
+    own: each half reads the same rows of its inputs (a YOLO-style net's SPPF pools and its
+    concatenations of two branches ran whole in both processes, each copy or pool 0.1-0.3 ms)."""
+    kind = step.node.layer.op_type
+    out = info.outputs[0]
+    if out is None or out.etype.name != "f32" or out.shape is None or not all(isinstance(n, int) for n in out.shape) \
+            or step.op.run_replaced() or any(s not in step.free for s in step.outputs[1:]) or not _all_f32(info):
+        return None
+    shape = tuple(out.shape)
+    shapes = [t.shape if t is not None else None for t in info.inputs]
+    if len(shape) < 2 or any(s is None or len(s) != len(shape) for s in shapes):
+        return None
+    if kind == "Concat":
+        own = step.op.attrs.axis % len(shape)
+        free, work = [a for a in range(len(shape)) if a != own], prod(shape)
+    else:
+        free, work = [0, 1], prod(shapes[0]) * prod(step.op.kernel)
+    axis = _rows_axis(shape, free)
+    if axis is None or work < MIN_SPLIT_WORK:
+        return None
+    if kind == "Concat":
+        concatenate = np.concatenate
+
+        def compute(args, out):
+            concatenate(args, axis=own, out=out)
+        return Split(k, shape, shape, axis, {i: axis for i in range(len(shapes))}, compute)
+    pool = step.op
+    if kind == "MaxPool":
+        def compute(args, out):
+            pool.values(args[0], out=out)
+    else:
+        copyto = np.copyto
+
+        def compute(args, out):
+            copyto(out, pool.run(args[0]))
+    return Split(k, shape, shape, axis, {0: axis}, compute, outputs=len(step.outputs))
 
 
 _REDUCTIONS = frozenset({"ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum"})

@@ -411,6 +411,46 @@ def test_reductions_in_halves(tmp_path, paired, kind, axis, keep_dims):
     assert split.sliced == {0: 2 if axis in (1, -3) else 1}
 
 
+@pytest.mark.parametrize("kind, concat_axis, cut", [
+    ("MaxPool-8", 1, 2), ("MaxPool-1", -3, 2), ("AvgPool", 1, 2), ("MaxPool-8", 3, 1)])
+def test_pools_and_concatenations_in_halves(tmp_path, paired, kind, concat_axis, cut):
+    """A YOLO-style SPPF (three 5x5 / 1 pools chained, their outputs and their data concatenated)
+    between two convolutions: each pool in halves along its channels (a MaxPool-8's unread indices
+    left out), the concatenation along an axis other than its own (`cut`).  Against OpenVINO and
+    against one process."""
+    import openvino as ov
+    import openvino.opset1 as ops1
+    import openvino.opset8 as ops8
+    import openvino.opset13 as ops
+    rng = np.random.default_rng(len(kind) + concat_axis)
+
+    def conv(t, c_in, c_out):
+        w = (rng.standard_normal((c_out, c_in, 3, 3)) / np.sqrt(9 * c_in)).astype(np.float32)
+        return ops.relu(ops.convolution(t, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1]))
+
+    def pool(t):
+        if kind == "MaxPool-8":
+            return ops8.max_pool(t, [1, 1], [1, 1], [2, 2], [2, 2], [5, 5]).output(0)
+        if kind == "MaxPool-1":
+            return ops1.max_pool(t, [1, 1], [2, 2], [2, 2], [5, 5])
+        return ops1.avg_pool(t, [1, 1], [1, 1], [1, 1], [3, 3], exclude_pad=True)
+    x = ops.parameter([1, 32, 24, 40], np.float32, name="x")
+    y = conv(x, 32, 64)
+    p1 = pool(y)
+    p2 = pool(p1)
+    p3 = pool(p2)
+    y = conv(ops.concat([y, p1, p2, p3], concat_axis), 256 if concat_axis in (1, -3) else 64, 32)
+    xml = tmp_path / "sppf.xml"
+    ov.save_model(ov.Model([y], [x]), str(xml))
+    feeds = {"x": rng.standard_normal((1, 32, 24, 40)).astype(np.float32)}
+    split, m = _paired_layer_split(xml, feeds, "Concat")
+    assert split.axis == cut and split.sliced == {i: cut for i in range(4)}
+    steps = m._plan._program_steps
+    pools = [s for s in _pair(m).splits if steps[s.position].node.layer.op_type == kind.split("-")[0]]
+    assert len(pools) == 3 and all(s.axis == 1 and s.sliced == {0: 1} for s in pools)
+    assert_blas_close(m.infer(feeds)[0], irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
+
+
 def _paired_layer_split(xml: Path, feeds: dict, kind: str):
     """Two paired runs of a network of one input, checked against OpenVINO: (the split of its layer
     of type `kind`, the model)."""
