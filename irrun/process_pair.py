@@ -18,8 +18,9 @@ of few rows, or whose weight is held [out, in] (a weight-first product: irrun/op
 cut along the weight's columns instead, each process reading half of the weight, and so is one
 of many rows by an [in, out] weight of 256 columns or more, into a row-major buffer; a convolution
 along its output rows or its output channels, whichever has each half read less of its data and
-filter; a max pool and the bias and Relu after it along the channels; a bidirectional
-recurrent sequence one direction in each process (irrun/split_steps.py).  The cheap steps
+filter; a max pool and the bias and Relu after it, or a pool alone, along the channels; a Concat
+along an axis other than its own; a bidirectional recurrent sequence one direction in each
+process (irrun/split_steps.py).  The cheap steps
 between (Transposes, Reshapes, small layer norms, an embedding Gather) run in both processes,
 which costs no time: the other would wait anyway.
 Each half's arithmetic is a whole step's on fewer rows or columns: the results are the
