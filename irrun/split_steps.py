@@ -181,7 +181,7 @@ def _split_step(plan, k: int, step) -> Split | None:
     if step.members and (not isinstance(op, FusedChain) or op.head_step.members):
         return None     # (several layers run by a kernel of their own, irrun/layer_groups.py: whole)
     final = op.nodes[-1].types[0] if isinstance(op, FusedChain) else info.outputs[0]
-    if final.etype.name != "f32" or final.shape is None or not all(isinstance(n, int) for n in final.shape):
+    if not _static_f32(final):
         return None
     shapes = [t.shape if t is not None else None for t in info.inputs]
     if any(s is None or not all(isinstance(n, int) for n in s) for s in shapes):
@@ -247,8 +247,7 @@ def _directions_split(plan, k: int, step, info) -> Split | None:
     one; run whole in each process it took 757 and made the paired network 1.09-1.11x slower.)"""
     op = step.op
     y = info.outputs[0]
-    if op.attrs.direction != "bidirectional" or op.run_replaced() or y is None or y.etype.name != "f32" \
-            or y.shape is None or not all(isinstance(n, int) for n in y.shape) \
+    if op.attrs.direction != "bidirectional" or op.run_replaced() or not _static_f32(y) \
             or any(s not in step.free for s in step.outputs[1:]) or _step_macs(plan, step) < MIN_SPLIT_MACS:
         return None
     states = op.kind.states
@@ -283,8 +282,7 @@ def _pool_or_concat_split(plan, k: int, step, info) -> Split | None:
     concatenations of two branches ran whole in both processes, each copy or pool 0.1-0.3 ms)."""
     kind = step.node.layer.op_type
     out = info.outputs[0]
-    if out is None or out.etype.name != "f32" or out.shape is None or not all(isinstance(n, int) for n in out.shape) \
-            or step.op.run_replaced() or any(s not in step.free for s in step.outputs[1:]) or not _all_f32(info):
+    if not _static_f32(out) or step.op.run_replaced() or any(s not in step.free for s in step.outputs[1:]) or not _all_f32(info):
         return None
     shape = tuple(out.shape)
     shapes = [t.shape if t is not None else None for t in info.inputs]
@@ -338,6 +336,11 @@ def _reduction_split(plan, k: int, step, shapes: list, shape: tuple, axis: int |
     def compute(args, out):
         copyto(out, run(args[0], args[1]))
     return Split(k, shape, shape, axis, {0: data_axis}, compute)
+
+
+def _static_f32(t) -> bool:
+    """Whether a step's output type is float32 of a static shape (what an arena buffer holds)."""
+    return t is not None and t.etype.name == "f32" and t.shape is not None and all(isinstance(n, int) for n in t.shape)
 
 
 def _all_f32(info) -> bool:
