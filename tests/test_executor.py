@@ -148,22 +148,27 @@ def test_weights_only_folding_reads_leave_memory(compress, tmp_path):
 
 
 def test_tensors_reuse_memory_from_one_inference_to_the_next(tmp_path):
-    """glibc would map and fault in the 4 MiB tensors afresh each time (about 3,000 page faults per
-    inference here); irrun.allocator keeps freed memory in the process, as OpenVINO keeps its own."""
+    """Eight 1 MiB outputs, dropped by the caller after each inference: glibc's own settings, whose
+    trim threshold follows the largest tensor freed (2 MiB here), give the 8 MiB back to the kernel
+    each time and fault it in again at the next (about 1,800 page faults an inference here, on and
+    on); irrun.allocator keeps freed memory in the process, as OpenVINO keeps its own.  (Either way
+    the heap takes an inference or two to settle: the pool's thread starts, a tensor more.)"""
     import resource
     import sys
     if not sys.platform.startswith("linux") or not irrun.allocator.keep_freed_memory():
         pytest.skip("glibc only")
-    x = ops.parameter([1, 16, 256, 256], np.float32, name="x")
-    y = ops.sigmoid(ops.relu(ops.add(x, ops.constant(np.float32(1)))))
-    model = irrun.load(save(ov.Model([ops.result(ops.multiply(y, y))], [x]), tmp_path))
-    feed = {"x": np.ones((1, 16, 256, 256), np.float32)}
-    model.infer(feed)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    x = ops.parameter([1, 4, 256, 256], np.float32, name="x")
+    outputs = [ops.result(ops.sigmoid(ops.add(x, ops.constant(np.float32(k))))) for k in range(8)]
+    model = irrun.load(save(ov.Model(outputs, [x]), tmp_path))
+    feed = {"x": np.ones((1, 4, 256, 256), np.float32)}
     for _ in range(3):
         model.infer(feed)
-    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 3
-    assert faults < 200, faults
+    faults = []
+    for _ in range(5):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        model.infer(feed)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    assert sorted(faults)[2] < 200, faults
 
 
 def test_malloc_left_alone_when_asked(tmp_path):
