@@ -155,7 +155,7 @@ class RowChain(Pending):
     def write_into(self, dest: np.ndarray) -> None:
         """The value computed into `dest` (its shape), block by block, the blocks on every core."""
         _write_by_rows(dest, self._rows, _across(dest))
-        self._let_go()
+        self.let_go()
 
     def value(self) -> np.ndarray:
         """The value as an array of its own: a chain of one layer computes it whole, as that layer
@@ -163,10 +163,12 @@ class RowChain(Pending):
         if len(self._stages) > 1:
             return super().value()
         whole = self._rows(0, self.shape[0])
-        self._let_go()
+        self.let_go()
         return whole
 
-    def _let_go(self) -> None:
+    def let_go(self) -> None:
+        """Its originals released (their mapped pages leave memory; read again, they come back from
+        the file): the value is written, or a Winograd layer has transformed it (`filters_by_rows`)."""
         if self._release is not None:
             for original in self.release_after:
                 self._release(original)
@@ -321,12 +323,30 @@ def gathers_rows(plan, step) -> bool:
 def tables_gathered_by_rows(plan, steps: list) -> set[int]:
     """The slots of chains folded by rows that only such Gathers read (`gathers_rows`): left as
     chains, their steps made `GatheredRows` (`gathered_rows_steps`)."""
+    return _chains_read_only(plan, steps, lambda step, i: i == 0 and gathers_rows(plan, step))
+
+
+def filters_by_rows(plan, steps: list) -> set[int]:
+    """The slots of chains folded by rows that only convolutions read as a filter they transform
+    for Winograd (`transforms_filter_by_rows`: a block of output channels at a time, ops/winograd.py):
+    left as chains, their whole values never made.  An f16-compressed network's 3x3 weights
+    (`Const f16 -> Convert`, what `openvino.save_model` writes by default), or an int8 one's."""
+    def transformed(step, i: int) -> bool:
+        by_rows = getattr(step.op, "transforms_filter_by_rows", None)
+        return i == 1 and by_rows is not None and by_rows(plan.step_info(step))
+    return _chains_read_only(plan, steps, transformed)
+
+
+def _chains_read_only(plan, steps: list, reads: Callable) -> set[int]:
+    """The slots of chains folded by rows (not results) whose every reader, (step, input position),
+    `reads` so."""
+    chains = {s for s, v in plan.constants.items() if isinstance(v, RowChain) and s not in plan.result_slots}
     readers: dict[int, list[bool]] = {}
-    for step in steps:
+    for step in steps if chains else ():
         for i, s in enumerate(step.inputs):
-            readers.setdefault(s, []).append(i == 0 and gathers_rows(plan, step))
-    return {s for s, v in plan.constants.items() if isinstance(v, RowChain) and s not in plan.result_slots
-            and readers.get(s) and all(readers[s])}
+            if s in chains:
+                readers.setdefault(s, []).append(reads(step, i))
+    return {s for s in chains if readers.get(s) and all(readers[s])}
 
 
 def gathered_rows_steps(plan, steps: list) -> list:

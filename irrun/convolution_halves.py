@@ -218,6 +218,8 @@ def _filter_and_data(plan, head):
     """(the constant f32 filter, the data's type) of a convolution whose halves can have kernels
     of their own, else None."""
     weight = plan.constants.get(head.inputs[1])
+    if weight is not None and not isinstance(weight, np.ndarray):      # (left folded by rows: made whole)
+        weight = head.op.filter_array(weight)
     data = plan.analysis.type_of(head.node.inputs[0])
     if weight is None or data is None or data.shape is None or data.etype.name != "f32" \
             or weight.dtype != np.float32 or len(head.inputs) != 2 or head.op.run_replaced() \

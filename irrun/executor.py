@@ -40,7 +40,8 @@ import numpy as np
 from . import fast_loop, float_errors, process_pair, threads
 from .fast_loop import straight_line
 from .analysis import SINK_TYPES, Analysis, Node
-from .blockwise_folding import PackedConstant, Pending, RowChain, flowing_input, may_start, tables_gathered_by_rows
+from .blockwise_folding import (PackedConstant, Pending, RowChain, filters_by_rows, flowing_input, may_start,
+                                tables_gathered_by_rows)
 from .errors import IrrunError, ModelError, ResourceLimitError
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
@@ -285,6 +286,7 @@ class Plan:
             step.key_name = self.key_names[step.node.id]
         self.layer_steps = steps          # one step per layer run, as folded at load (variants start here)
         self.tables_by_rows: set[int] = set()
+        self.filters_by_rows: set[int] = set()
         if optimize:
             from .huge_pages import GemvWeightPages
             from .optimize import lay_out_gemm_weights
@@ -295,7 +297,9 @@ class Plan:
             lay_out_gemm_weights(self, steps, release, pages)
             pages.move_the_rest(release)
             self.tables_by_rows = tables_gathered_by_rows(self, steps)
-        for s in [s for s, v in self.constants.items() if isinstance(v, Pending) and s not in self.tables_by_rows]:
+            self.filters_by_rows = filters_by_rows(self, steps)
+        left = self.tables_by_rows | self.filters_by_rows
+        for s in [s for s, v in self.constants.items() if isinstance(v, Pending) and s not in left]:
             self._materialised(s)
         if optimize:
             for j in joined.values():

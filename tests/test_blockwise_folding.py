@@ -236,3 +236,80 @@ def test_large_4_bit_weights_are_read_by_rows(name, optimize, monkeypatch, tmp_p
     for key in [k for k in plain if k.startswith(("Constant", "Convert", "Subtract", "Multiply"))]:
         assert np.array_equal(seen[key], plain[key]), key
     assert irrun.validate(xml).ok
+
+
+def _compressed_filter(shape: tuple, compression: str, seed: int):
+    """A convolution filter as the IR stores it compressed: f16 (`Const f16 -> Convert`, what
+    `openvino.save_model` writes by default) or int8 with a zero point and a scale per output
+    channel (`Const i8 -> Convert -> Subtract -> Multiply`, NNCF's)."""
+    rng = np.random.default_rng(seed)
+    scale = 1 / np.sqrt(9 * shape[1])
+    if compression == "f16":
+        return ops.convert(ops.constant((rng.standard_normal(shape) * scale).astype(np.float16)), ov.Type.f32)
+    codes = ops.convert(ops.constant(rng.integers(-127, 128, shape).astype(np.int8)), ov.Type.f32)
+    zero = ops.constant(rng.integers(-3, 4, (shape[0], 1, 1, 1)).astype(np.float32))
+    return ops.multiply(ops.subtract(codes, zero), ops.constant(np.full((shape[0], 1, 1, 1), scale / 64, np.float32)))
+
+
+@pytest.mark.parametrize("compression", ["f16", "int8"])
+def test_winograd_filters_are_transformed_by_rows(compression, monkeypatch, tmp_path):
+    """Two Winograd layers (96 channels at 16 x 16: F(4,3); filters beyond analysis.FOLD_LIMIT) whose compressed filters nothing else
+    reads stay chains folded by rows: each is transformed a block of output channels at a time and
+    never made whole, its transform the bits of the filter's as folded one by one; a third filter,
+    read by a Winograd layer and a strided one, is made whole for both.  OpenVINO's outputs; an
+    input holding a NaN takes the direct kernels by the filter then made whole (its mapped source
+    pages let go after the transform, read again), NaN where OpenVINO's are; watchers see the
+    folded layers' values."""
+    from irrun.ops import convolution
+    from test_fast_convolution_special_values import assert_like_openvino
+    whole = {}          # id -> shape of each chain made whole (a multi-layer one's value() writes it)
+    for name in ("value", "write_into"):
+        original = getattr(RowChain, name)
+        monkeypatch.setattr(RowChain, name, lambda self, *a, _o=original: whole.setdefault(id(self), self.shape)
+                            and _o(self, *a))
+
+    def made_whole():
+        return sorted(whole.values())
+    x = ops.parameter([1, 96, 16, 16], np.float32, name="x")
+    filters = [_compressed_filter((96, 96, 3, 3), compression, seed) for seed in range(2)]
+    shared = _compressed_filter((80, 96, 3, 3), compression, 2)
+    y = x
+    for f in filters:      # (a bias, not a Relu: OpenVINO's Relu makes a NaN 0)
+        y = ops.add(ops.convolution(y, f, [1, 1], [1, 1], [1, 1], [1, 1]), ops.constant(np.float32(0.1)))
+    wide = ops.convolution(y, shared, [1, 1], [1, 1], [1, 1], [1, 1])
+    strided = ops.convolution(y, shared, [2, 2], [1, 1], [1, 1], [1, 1])
+    xml = save(ov.Model([ops.result(wide), ops.result(strided)], [x]), tmp_path / "m.xml")
+    model = irrun.load(xml)
+    plan = model._plan
+    by_rows = {s: plan.constants[s] for s in plan.filters_by_rows}
+    assert sorted(v.shape for v in by_rows.values()) == [(96, 96, 3, 3)] * 2
+    assert all(isinstance(v, RowChain) for v in by_rows.values())
+    assert made_whole() == [(80, 96, 3, 3)]
+    one_by_one = irrun.load(xml, optimize=False)
+    tiles = {}
+    monkeypatch.setattr(convolution, "winograd_conv", lambda x, f, *a, _w=convolution.winograd_conv:
+                        tiles.setdefault(f.c_out, []).append(f) or _w(x, f, *a))
+    feeds = {"x": RNG.standard_normal((1, 96, 16, 16)).astype(np.float32)}
+    expected = [np.asarray(v) for v in compile_cpu(xml)(feeds).values()]
+    got = list(model.infer(feeds).values())
+    plain = list(one_by_one.infer(feeds).values())
+    for g, p, e in zip(got, plain, expected):
+        assert_close(g, e)
+        assert np.array_equal(g, p)
+    assert [f.m for f in tiles[96]] == [4, 4, 4, 4] and tiles[80][0].m == 4
+    for mine, theirs in zip(tiles[96][:2], tiles[96][2:]):
+        assert np.array_equal(mine.u, theirs.u)
+    assert made_whole() == [(80, 96, 3, 3)]
+    feeds["x"][0, 5, 7, 7] = np.nan
+    expected = [np.asarray(v) for v in compile_cpu(xml)(feeds).values()]
+    got = list(model.infer(feeds).values())
+    assert made_whole() == [(80, 96, 3, 3)] + [(96, 96, 3, 3)] * 2
+    for g, p, e in zip(got, one_by_one.infer(feeds).values(), expected):
+        assert_like_openvino(g, e)
+        assert np.array_equal(g, p, equal_nan=True)
+    seen = model.infer({"x": feeds["x"] * 0}, intermediates="all")
+    shown = one_by_one.infer({"x": feeds["x"] * 0}, intermediates="all")
+    folded = [k for k in shown if k.startswith(("Convert", "Multiply"))]
+    assert len(folded) == (3 if compression == "f16" else 6)
+    for key in folded:
+        assert np.array_equal(seen[key], shown[key]), key

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
+from typing import Callable
 
 import numpy as np
 
@@ -42,8 +43,8 @@ from .common import channels_first_view, sum_of_squares
 from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
 from .fft_convolution import SpectralFilter, block_length, fft_conv, fft_pays, fft_suits
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
-from .window import (SAME, effective_kernel, inside_region, resolve_pads, tap_outputs, transposed_output_dims,
-                     window_output_dims, zero_extended)
+from .window import (effective_kernel, forward_spatial, inside_region, resolve_pads, tap_outputs, transposed_spatial,
+                     zero_extended)
 
 
 @dataclass(frozen=True)
@@ -508,51 +509,10 @@ class _ConvolutionFamily(Op):
         groups, _, c_out, kernel = self.layout(fshape)
         geo = self.geometry(rank - 2)
         if self.transposed:
-            spatial, notes = self.transposed_spatial(dshape[2:], kernel, geo, inputs[2] if len(inputs) > 2 else None)
+            spatial, notes = transposed_spatial(dshape[2:], kernel, geo, inputs[2] if len(inputs) > 2 else None)
         else:
-            spatial, notes = self.forward_spatial(dshape[2:], kernel, geo)
+            spatial, notes = forward_spatial(dshape[2:], kernel, geo)
         return [TensorType((dshape[0], dim_mul(groups, c_out), *spatial), etype, notes=notes)]
-
-    @staticmethod
-    def forward_spatial(spatial, kernel, geo: Geometry):
-        # A dynamic kernel size leaves the output dynamic unless same_* ignores it.
-        known = [k if isinstance(k, int) else 1 for k in kernel]
-        dims, notes = window_output_dims(spatial, known, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
-                                         geo.auto_pad)
-        if geo.auto_pad not in SAME:
-            for i, k in enumerate(kernel):
-                if not isinstance(k, int):
-                    dims[i] = ANY
-                    notes.pop(2 + i, None)
-        return dims, notes
-
-    @staticmethod
-    def transposed_spatial(spatial, kernel, geo: Geometry, output_shape: TensorType | None):
-        n = len(spatial)
-        if output_shape is None:
-            known = [k if isinstance(k, int) else 1 for k in kernel]
-            dims, notes = transposed_output_dims(spatial, known, geo.strides, geo.dilations, geo.pads_begin,
-                                                 geo.pads_end, geo.output_padding, geo.auto_pad)
-            for i, k in enumerate(kernel):
-                if not isinstance(k, int):
-                    dims[i] = ANY
-                    notes.pop(2 + i, None)
-            return dims, notes
-        if output_shape.rank not in (None, 1):
-            raise ShapeError(f"output_shape must be 1-D, got {format_shape(output_shape.shape)}")
-        if output_shape.etype is not etypes.dynamic and not output_shape.etype.is_integral:
-            raise ShapeError(f"output_shape must be an integer tensor, got {output_shape.etype}")
-        count = output_shape.shape[0] if output_shape.rank == 1 else None
-        if output_shape.value is not None:
-            count = int(output_shape.value.size)
-        if isinstance(count, int) and count != n:
-            raise ShapeError(f"output_shape has {count} values for {n} spatial dimension{'s' if n != 1 else ''}")
-        if output_shape.value is None:
-            return [ANY] * n, {}
-        dims = [int(v) for v in output_shape.value.reshape(-1)]
-        if any(d < 0 for d in dims):
-            raise ShapeError(f"output_shape {dims} has a negative value")
-        return dims, {2 + i: "given by the output_shape input" for i in range(n)}
 
     # -- kernel
 
@@ -580,16 +540,42 @@ class _ConvolutionFamily(Op):
             return None
         return self._bind_winograd(step) or self._bind_spectral(step) or self._bind_direct(step)
 
-    def _constant_filter(self, step) -> np.ndarray | None:
-        """The filter as [G, Og, Cg, K...] where a kernel can be bound to it: constant, over f32/f64
-        data of its own type and of a static shape whose channels it fits (else `run` says why)."""
+    def _filter_shape(self, step) -> tuple | None:
+        """The filter's shape as [G, Og, Cg, K...] where a kernel can be bound to it: constant, over
+        f32/f64 data of its own type and of a static shape whose channels it fits (else `run` says why)."""
         data, filt = step.inputs
-        if filt.value is None or not data.is_static or data.rank is None or filt.etype is not data.etype \
-                or data.etype.name not in ("f32", "f64") or filt.value.ndim != data.rank + self.grouped \
-                or filt.value.dtype != data.etype.carrier:
+        value = filt.value
+        if value is None or not data.is_static or data.rank is None or filt.etype is not data.etype \
+                or data.etype.name not in ("f32", "f64") or value.ndim != data.rank + self.grouped \
+                or value.dtype != data.etype.carrier:
             return None
-        weights = filt.value if self.grouped else filt.value[None]
-        return weights if weights.shape[2] * weights.shape[0] == data.shape[1] else None
+        shape = tuple(value.shape) if self.grouped else (1, *value.shape)
+        return shape if shape[2] * shape[0] == data.shape[1] else None
+
+    def _constant_filter(self, step) -> np.ndarray | None:
+        """The filter as [G, Og, Cg, K...] where a kernel can be bound to it (`_filter_shape`)."""
+        if self._filter_shape(step) is None:
+            return None
+        value = self.filter_array(step.inputs[1].value)
+        return value if self.grouped else value[None]
+
+    def filter_array(self, value) -> np.ndarray:
+        """The filter as an array.  A filter left folded by rows for a Winograd layer to transform
+        a block of output channels at a time (irrun/blockwise_folding.py, `filters_by_rows`) is
+        computed whole where anything else wants it (the direct kernels on an input that a transform
+        would spread, a paired run's halves), once per op."""
+        if isinstance(value, np.ndarray):
+            return value
+        whole = getattr(self, "_whole_filter", None)
+        if whole is None or whole[0] is not value:
+            whole = self._whole_filter = (value, value.value())
+        return whole[1]
+
+    def transforms_filter_by_rows(self, step) -> bool:
+        """Whether the kernel bound for `step` would read its filter only to transform it for
+        Winograd, a block of output channels at a time (`WinogradFilter`)."""
+        return not self.grouped and not self.run_replaced() and len(step.inputs) == 2 \
+            and self._winograd_layout(step) is not None
 
     def _bind_direct(self, step):
         """What `run` does but the kernel itself, done once: checking the channels, reading the
@@ -652,23 +638,22 @@ class _ConvolutionFamily(Op):
         return lambda x, w: im2col.pooled_positions_major(x, weights, geo, whole, counts, pool).reshape(shape)
 
     def _winograd_layout(self, step):
-        """(filter [1, C_out, C_in, 3, 3], geometry, whole, counts, tile m) where this layer runs by
-        Winograd (`winograd.winograd_tile`, or `whole_layer_tile` where set), else None."""
+        """(filter shape [1, C_out, C_in, 3, 3], geometry, whole, counts, tile m) where this layer
+        runs by Winograd (`winograd.winograd_tile`, or `whole_layer_tile` where set), else None."""
         if not self.winograd_capable:
             return None
         data = step.inputs[0]
-        grouped = self._constant_filter(step)
-        if grouped is None or data.rank != 4 or grouped.shape[0] != 1:
+        shape = self._filter_shape(step)
+        if shape is None or data.rank != 4 or shape[0] != 1:
             return None
         geo = self.geometry(2)
-        weights = grouped[0]
-        if tuple(weights.shape[2:]) != (3, 3) or tuple(geo.strides) != (1, 1) or tuple(geo.dilations) != (1, 1):
+        if shape[3:] != (3, 3) or tuple(geo.strides) != (1, 1) or tuple(geo.dilations) != (1, 1):
             return None
         whole, counts = window_layout(data.shape[2:], (3, 3), geo)
         if min(counts) <= 0:
             return None
-        m = self.whole_layer_tile or winograd_tile(weights.shape[1], weights.shape[0], counts)
-        return None if m is None else (grouped, geo, whole, counts, m)
+        m = self.whole_layer_tile or winograd_tile(shape[2], shape[1], counts)
+        return None if m is None else (shape, geo, whole, counts, m)
 
     def winograd_tile_of(self, step) -> int | None:
         """The tile m of the Winograd kernel this layer binds for `step`'s shapes, None where it
@@ -680,24 +665,32 @@ class _ConvolutionFamily(Op):
         found = self._winograd_layout(step)
         if found is None:
             return None
-        grouped, geo, whole, counts, m = found
-        (data, filt), weights = step.inputs, grouped[0]
+        shape, geo, whole, counts, m = found
+        data, filt = step.inputs
+        value = filt.value
         # (made once per layer: a plan variant that binds the layer again takes the same one)
         cached = getattr(self, "_transformed", None)
         channels = self.whole_layer_channels
         if channels is not None and cached is not None and cached[1] == m \
-                and cached[2].c_out >= channels[1] and cached[2].c_in == weights.shape[1]:
+                and cached[2].c_out >= channels[1] and cached[2].c_in == shape[2]:
             # a paired run's half of the layer's output channels (irrun/convolution_halves.py): a
             # view of the whole layer's transform, which its copy of the layer's op keeps
             transformed = cached[2].output_channels(*channels)
         else:
-            if cached is None or cached[0] is not filt.value or cached[1] != m:
-                cached = self._transformed = (filt.value, m, WinogradFilter(weights, m, data.etype.carrier))
+            whole_filter = getattr(self, "_whole_filter", (None, None))
+            if cached is None or cached[1] != m or not (cached[0] is value or (
+                    whole_filter[0] is cached[0] and whole_filter[1] is value)):
+                # (a filter folded by rows, f16 weights' Convert: read by rows, never made whole)
+                source = self.filter_array(value)[0] if self.grouped else value
+                cached = self._transformed = (value, m, WinogradFilter(source, m, data.etype.carrier))
             if step.release is not None:
-                step.release(filt.value)
+                step.release(value) if isinstance(value, np.ndarray) else value.let_go()
             transformed = cached[2]
+        def whole_filter():     # (by `value`: the step's type lets go of it once it is released)
+            w = self.filter_array(value)
+            return w if self.grouped else w[None]
         return _unless_values_spread(lambda x: winograd_conv(x, transformed, whole, counts),
-                                     lambda x: np.isfinite(sum_of_squares(x)), grouped, geo, whole, counts)
+                                     lambda x: np.isfinite(sum_of_squares(x)), whole_filter, geo, whole, counts)
 
     def _bind_spectral(self, step):
         """Long 1-D kernels where the transforms pay (`fft_convolution.fft_pays`): the filter's
@@ -721,7 +714,7 @@ class _ConvolutionFamily(Op):
             step.release(step.inputs[1].value)
         spectral = cached[2]
         return _unless_values_spread(lambda x: fft_conv(x, spectral, whole, counts), lambda x: fft_suits(x, spectral),
-                                     weights, geo, whole, counts)
+                                     lambda: weights, geo, whole, counts)
 
     def _bind_phases(self, step):
         from .transposed_convolution import phase_filters_of, phases_pay
@@ -741,6 +734,7 @@ class _ConvolutionFamily(Op):
         return lambda x, w, output_shape=None: self.run(x, w, output_shape, cached[1])
 
     def run(self, x, w, output_shape=None, phase_filters=None):
+        w = self.filter_array(w)
         self.check_channels(x.shape, w.shape)
         geo = self.geometry(x.ndim - 2)
         if not self.grouped:
@@ -752,13 +746,13 @@ class _ConvolutionFamily(Op):
         return conv_forward(x, w, geo)
 
 
-def _unless_values_spread(fast, suits, weights, geo: Geometry, whole, counts):
+def _unless_values_spread(fast, suits, weights: Callable[[], np.ndarray], geo: Geometry, whole, counts):
     """A bound kernel running `fast` (a transform's: Winograd, FFT) where `suits(x)`, else the direct
-    kernels: a transform mixes an input's values, so it would spread a NaN over a whole tile or
-    block, turn an infinity into NaN or overflow, where the direct sums keep each value to the
-    windows that read it (`common.sum_of_squares`)."""
+    kernels by the filter `weights()` gives: a transform mixes an input's values, so it would spread
+    a NaN over a whole tile or block, turn an infinity into NaN or overflow, where the direct sums
+    keep each value to the windows that read it (`common.sum_of_squares`)."""
     def kernel(x, w):
-        return fast(x) if suits(x) else _direct(x, weights, geo, whole, counts)
+        return fast(x) if suits(x) else _direct(x, weights(), geo, whole, counts)
     return kernel
 
 

@@ -11,7 +11,7 @@ from ..errors import ShapeError
 from ..registry import TensorType, register
 from ..shapes import ANY, DimLike, dim_merge, dim_mul, dims_compatible, format_shape
 from .convolution import Geometry, _ConvolutionFamily, _element_type, _in_batch_slices, _to_output, conv_forward
-from .window import resolve_pads
+from .window import forward_spatial, resolve_pads
 
 
 # ---------------------------------------------------------------- DeformableConvolution
@@ -120,7 +120,7 @@ class DeformableConvolution(_ConvolutionFamily):
         fshape = filt.shape or (ANY,) * 4
         self._check_channels(dshape, fshape, offsets, inputs[3] if len(inputs) > 3 else None)
         geo = self.geometry(2)
-        spatial, notes = self.forward_spatial(dshape[2:], fshape[2:], geo)
+        spatial, notes = forward_spatial(dshape[2:], fshape[2:], geo)
         batch = dshape[0]
         for t, name in ((offsets, "offsets"), (inputs[3] if len(inputs) > 3 else None, "mask")):
             if t is None or t.shape is None:

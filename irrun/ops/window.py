@@ -26,7 +26,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..errors import ShapeError
-from ..shapes import ANY, DimLike, dim_map
+from .. import etypes
+from ..shapes import ANY, DimLike, dim_map, format_shape
 
 SAME = ("same_upper", "same_lower")
 
@@ -286,3 +287,48 @@ def zero_extended(x: np.ndarray, region) -> np.ndarray:
 
 
 BORDERS_ONLY_ELEMENTS = 1 << 18     # below it, np.zeros and one copy make fewer calls
+
+
+# ---------------------------------------------------------------- convolutions' output shapes
+
+def forward_spatial(spatial, kernel, geo):
+    """A convolution's output spatial dims and their notes (`geo`: its Geometry)."""
+    # A dynamic kernel size leaves the output dynamic unless same_* ignores it.
+    known = [k if isinstance(k, int) else 1 for k in kernel]
+    dims, notes = window_output_dims(spatial, known, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end,
+                                     geo.auto_pad)
+    if geo.auto_pad not in SAME:
+        for i, k in enumerate(kernel):
+            if not isinstance(k, int):
+                dims[i] = ANY
+                notes.pop(2 + i, None)
+    return dims, notes
+
+def transposed_spatial(spatial, kernel, geo, output_shape):
+    """A transposed convolution's output spatial dims and their notes, from its attributes or from its
+    `output_shape` input (a TensorType, or None)."""
+    n = len(spatial)
+    if output_shape is None:
+        known = [k if isinstance(k, int) else 1 for k in kernel]
+        dims, notes = transposed_output_dims(spatial, known, geo.strides, geo.dilations, geo.pads_begin,
+                                             geo.pads_end, geo.output_padding, geo.auto_pad)
+        for i, k in enumerate(kernel):
+            if not isinstance(k, int):
+                dims[i] = ANY
+                notes.pop(2 + i, None)
+        return dims, notes
+    if output_shape.rank not in (None, 1):
+        raise ShapeError(f"output_shape must be 1-D, got {format_shape(output_shape.shape)}")
+    if output_shape.etype is not etypes.dynamic and not output_shape.etype.is_integral:
+        raise ShapeError(f"output_shape must be an integer tensor, got {output_shape.etype}")
+    count = output_shape.shape[0] if output_shape.rank == 1 else None
+    if output_shape.value is not None:
+        count = int(output_shape.value.size)
+    if isinstance(count, int) and count != n:
+        raise ShapeError(f"output_shape has {count} values for {n} spatial dimension{'s' if n != 1 else ''}")
+    if output_shape.value is None:
+        return [ANY] * n, {}
+    dims = [int(v) for v in output_shape.value.reshape(-1)]
+    if any(d < 0 for d in dims):
+        raise ShapeError(f"output_shape {dims} has a negative value")
+    return dims, {2 + i: "given by the output_shape input" for i in range(n)}

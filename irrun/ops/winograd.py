@@ -90,10 +90,14 @@ WINOGRAD_TRANSFORM_COST = 4
 
 
 class WinogradFilter:
-    """A 3x3 filter [C_out, C_in, 3, 3] transformed for F(m x m, 3 x 3)."""
+    """A 3x3 filter [C_out, C_in, 3, 3] transformed for F(m x m, 3 x 3): an array, or a filter the
+    plan left folded by rows (irrun/blockwise_folding.py: `rows_at(slice)` gives the values of a
+    block of output channels), read a block at a time, so that its whole f32 values are never made
+    (f16 weights' Convert: ResNet-18's 38 MiB, 40-50 ms of fresh memory on a VM)."""
 
-    def __init__(self, w: np.ndarray, m: int, dtype: np.dtype):
+    def __init__(self, w, m: int, dtype: np.dtype):
         bt, g, at = TRANSFORMS[m]
+        rows = w.rows_at if hasattr(w, "rows_at") else w.__getitem__
         self.m, self.a = m, m + 2
         self.c_out, self.c_in = w.shape[:2]
         # G w G^T in float64 as one GEMM, kron(G, G) [a^2, 9] times the 3x3 taps of every channel
@@ -106,7 +110,7 @@ class WinogradFilter:
 
         def transform(a, b):
             for first in firsts[a:b]:
-                taps = w[first:first + step].reshape(-1, 9).astype(np.float64)
+                taps = rows(slice(first, first + step)).reshape(-1, 9).astype(np.float64)
                 self.u[:, first:first + step] = (both @ taps.T).reshape(self.a * self.a, -1, self.c_in)
         # Blocks of output channels in parts on every core (ResNet-18's load + first inference,
         # medians of alternating processes: f32 weights 62.7 -> 58.9 ms, f16 90.1 -> 85.5), BLAS on
