@@ -677,15 +677,16 @@ class _ConvolutionFamily(Op):
             # view of the whole layer's transform, which its copy of the layer's op keeps
             transformed = cached[2].output_channels(*channels)
         else:
-            whole_filter = getattr(self, "_whole_filter", (None, None))
+            made_whole = getattr(self, "_whole_filter", (None, None))    # (the chain's values, where made)
             if cached is None or cached[1] != m or not (cached[0] is value or (
-                    whole_filter[0] is cached[0] and whole_filter[1] is value)):
+                    made_whole[0] is cached[0] and made_whole[1] is value)):
                 # (a filter folded by rows, f16 weights' Convert: read by rows, never made whole)
                 source = self.filter_array(value)[0] if self.grouped else value
                 cached = self._transformed = (value, m, WinogradFilter(source, m, data.etype.carrier))
             if step.release is not None:
                 step.release(value) if isinstance(value, np.ndarray) else value.let_go()
             transformed = cached[2]
+
         def whole_filter():     # (by `value`: the step's type lets go of it once it is released)
             w = self.filter_array(value)
             return w if self.grouped else w[None]
