@@ -253,8 +253,8 @@ def _compressed_filter(shape: tuple, compression: str, seed: int):
 
 @pytest.mark.parametrize("compression", ["f16", "int8"])
 def test_winograd_filters_are_transformed_by_rows(compression, monkeypatch, tmp_path):
-    """Two Winograd layers (96 channels at 16 x 16: F(4,3); filters beyond analysis.FOLD_LIMIT) whose compressed filters nothing else
-    reads stay chains folded by rows: each is transformed a block of output channels at a time and
+    """Two Winograd layers (96 channels at 16 x 16: F(4,3); filters beyond analysis.FOLD_LIMIT)
+    whose compressed filters nothing else reads stay chains folded by rows: each is transformed a block of output channels at a time and
     never made whole, its transform the bits of the filter's as folded one by one; a third filter,
     read by a Winograd layer and a strided one, is made whole for both.  OpenVINO's outputs; an
     input holding a NaN takes the direct kernels by the filter then made whole (its mapped source

@@ -25,8 +25,8 @@ from typing import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..errors import ShapeError
 from .. import etypes
+from ..errors import ShapeError
 from ..shapes import ANY, DimLike, dim_map, format_shape
 
 SAME = ("same_upper", "same_lower")
@@ -303,6 +303,7 @@ def forward_spatial(spatial, kernel, geo):
                 dims[i] = ANY
                 notes.pop(2 + i, None)
     return dims, notes
+
 
 def transposed_spatial(spatial, kernel, geo, output_shape):
     """A transposed convolution's output spatial dims and their notes, from its attributes or from its
