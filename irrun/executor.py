@@ -133,6 +133,10 @@ class Variant:
 
 _NO_CHANGE = nullcontext()     # (reusable: it holds no state)
 
+
+def _no_change() -> nullcontext:
+    return _NO_CHANGE
+
 # A GEMM of this many multiply-adds runs on several of OpenBLAS's threads (`Plan.blas_network`)
 BLAS_SPIN_MACS = 1 << 20
 # A convolution of this many multiply-adds counts as large for `Plan.convolution_network`
@@ -617,36 +621,49 @@ class Plan:
             if watchers or self._pair is False or not self._run_paired(slots):
                 if self._pair:
                     self._pair.sleep()      # (not spinning beside this run)
-                with (threads.network_parts() if self.convolution_network else
-                      threads.parts_off() if self.blas_network else
-                      threads.elementwise_whole() if self.convolutions_wake_blas else _NO_CHANGE):
+                with self._threads_mode():
                     if watchers:
                         variant = self.variant_for(watchers)
                         self._run_checked(slots, variant, Watching(self, variant, watchers, scope, slots))
-                    else:
-                        self._run_static(slots)
+                    else:       # (the fast loop, written out once the plan has run a while)
+                        (self._written_out or self._run_loop)(slots)
         finally:
             float_errors.restore(quiet)
-        return [slots[s] for s in (self.result_slots if watchers else self._program_results)]
+        if watchers:
+            return [slots[s] for s in self.result_slots]
+        return self._results_of(slots)
+
+    @cached_property
+    def _threads_mode(self) -> Callable:
+        """The block a one-process run goes in: how its kernels share the cores (irrun/threads.py)."""
+        return (threads.network_parts if self.convolution_network else
+                threads.parts_off if self.blas_network else
+                threads.elementwise_whole if self.convolutions_wake_blas else _no_change)
+
+    @cached_property
+    def _results_of(self) -> Callable[[list], list]:
+        """The run's outputs from its slots (an itemgetter: a list comprehension took 0.2 us)."""
+        results = self._program_results
+        if not results:
+            return lambda slots: []
+        get = itemgetter(*results)
+        return (lambda slots: [get(slots)]) if len(results) == 1 else (lambda slots: list(get(slots)))
 
     def compile_program(self) -> Callable[[list], None]:
         """The fast loop for `_program` as it is now written out as code (irrun/fast_loop.py; done
-        by `_run_static` after `fast_loop.WRITE_OUT_AFTER` runs; benchmarks/measure.py swaps the
+        by `_run_loop` after `fast_loop.WRITE_OUT_AFTER` runs; benchmarks/measure.py swaps the
         kernels and calls it)."""
         self._written_out = straight_line(self._program, [step.inputs for step in self._program_steps],
                                           self._failed_at)
         return self._written_out
 
-    def _run_static(self, slots: list) -> None:
+    def _run_loop(self, slots: list) -> None:
         """The fast loop: kernels are bound, nothing is looked up; sizes were checked at load, or
         are checked by the kernels of the steps that need it (`shape_check.checked`).  Once the
-        plan has run a number of times, the same steps written out as code (irrun/fast_loop.py)."""
-        written_out = self._written_out
-        if written_out is None and self._loop_runs >= fast_loop.WRITE_OUT_AFTER \
-                and len(self._program) <= fast_loop.WRITE_OUT_MOST_STEPS:
-            written_out = self.compile_program()
-        if written_out is not None:
-            written_out(slots)
+        plan has run a number of times, the same steps written out as code (irrun/fast_loop.py),
+        which `run` then calls instead."""
+        if self._loop_runs >= fast_loop.WRITE_OUT_AFTER and len(self._program) <= fast_loop.WRITE_OUT_MOST_STEPS:
+            self.compile_program()(slots)
             return
         self._loop_runs += 1
         k = 0

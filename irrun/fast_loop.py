@@ -25,18 +25,20 @@ WRITE_OUT_MOST_STEPS = 2000
 
 def straight_line(program: list[tuple], inputs: list[list[int]], failed: Callable) -> Callable[[list], None]:
     """run(slots) doing what the loop over `program` does; `inputs[k]`: the slots entry k reads.
-    Entries are (kernel, gather, spread, single output slot or None, output slots, slots freed)."""
+    Entries are (kernel, gather, spread, single output slot or None, output slots, slots freed).
+    (A failing step is found by the line it failed at, not by a counter each step would set.)"""
     names: dict = {"failed": failed}
-    lines = ["def run(slots):", "    k = 0", "    try:"]
+    lines = ["def run(slots):", "    try:"]
+    step_at_line = [0, 0, 0]          # (line numbers count from 1)
     for k, ((kernel, _gather, spread, single, outs, free), reads) in enumerate(zip(program, inputs)):
         arguments = ", ".join(f"slots[{s}]" for s in reads) if spread else f"slots[{reads[0]}]"
         check = getattr(kernel, "kernel_for", None)     # (a step checked first: irrun/shape_check.py)
         if check is None:
             names[f"kernel{k}"] = kernel
-            lines += [f"        k = {k}", f"        out = kernel{k}({arguments})"]
+            lines.append(f"        out = kernel{k}({arguments})")
         else:
             names[f"check{k}"] = check
-            lines += [f"        k = {k}", f"        args = ({arguments},)", f"        out = check{k}(args)(*args)"]
+            lines += [f"        args = ({arguments},)", f"        out = check{k}(args)(*args)"]
         if single is not None:
             lines.append(f"        slots[{single}] = out[0] if type(out) is tuple else out")
         else:
@@ -44,9 +46,11 @@ def straight_line(program: list[tuple], inputs: list[list[int]], failed: Callabl
             lines += [f"        for s, v in zip(outs{k}, out if type(out) is tuple else (out,)):",
                       "            slots[s] = v"]
         lines += [f"        slots[{s}] = None" for s in free]
+        step_at_line += [k] * (len(lines) + 1 - len(step_at_line))
     if not program:
         lines.append("        pass")
+    names["step_at_line"] = step_at_line
     lines += ["    except Exception as exc:  # noqa: BLE001 - any kernel failure is reported at its layer",
-              "        raise failed(k, exc, slots) from None"]
+              "        raise failed(step_at_line[exc.__traceback__.tb_lineno], exc, slots) from None"]
     exec(compile("\n".join(lines), "<irrun fast loop>", "exec"), names)
     return names["run"]

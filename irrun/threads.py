@@ -116,7 +116,7 @@ def threads() -> int:
 
 def set_threads(n: int | None) -> int:
     """Use `n` threads from now on (None: `default_threads()`), for irrun's parts and for BLAS."""
-    global _threads, _single_blas_limit
+    global _threads
     count = default_threads() if n is None else check_count(n)
     libs = _blas_libs()
     with _lock:
@@ -126,7 +126,8 @@ def set_threads(n: int | None) -> int:
             # BLAS stays on one thread while a block holds it (a convolution network's run, whose
             # parts call it side by side: set now, their GEMMs would all queue for BLAS's own
             # threads), and gets the new count when the last block ends, not the one from before
-            _single_blas_limit = [(lib, count) for lib in libs]
+            for lib in libs:
+                lib.before = count
             changed = False
     if changed:
         _set_blas_threads(count)
@@ -150,19 +151,41 @@ _blas_libraries = None             # a _BlasLibrary per BLAS library loaded, onc
 
 class _BlasLibrary:
     """A BLAS library's thread count, read and set by the library's own functions where
-    threadpoolctl has found them (OpenBLAS on its own threads): 0.09 and 0.14 us a call against
-    0.33 and 0.46 through its controller, whose setter also does nothing at all in any Python
-    thread but the one that first set the count.  Other libraries: through the controller."""
+    threadpoolctl has found them (OpenBLAS on its own threads), called holding the GIL: 0.08 and
+    0.19 us a call, against 0.33 and 0.46 through its controller, whose setter also does nothing
+    at all in any Python thread but the one that first set the count.  Other libraries: through
+    the controller."""
 
     def __init__(self, controller):
-        get = put = None
+        get = put = swap = None
         if controller.internal_api == "openblas" and getattr(controller, "threading_layer", None) == "pthreads":
             find = getattr(controller, "_get_symbol", None)
             if find is not None:
                 get, put = find("openblas_get_num_threads"), find("openblas_set_num_threads")
+                # (OpenBLAS >= 0.3.27: sets the count and returns the one before, one call where
+                # two took 0.12 us more; scipy-openblas exports it without its prefix)
+                swap = find("openblas_set_num_threads_local") or \
+                    getattr(getattr(controller, "dynlib", None), "openblas_set_num_threads_local", None)
+                get, put, swap = (_holding_the_gil(fn) for fn in (get, put, swap))
         if get is None or put is None:
             get, put = (lambda: controller.num_threads), controller.set_num_threads
         self.get, self.set = get, put
+        self.swap = swap or self._get_and_set
+        self.before = 1     # (its count before `single_threaded_blas` set it to one, while it is)
+
+    def _get_and_set(self, n: int) -> int:
+        count = self.get()
+        if count != n:
+            self.set(n)
+        return count
+
+
+def _holding_the_gil(function):
+    """A C function of ints found by ctypes, called without letting go of the GIL, for functions
+    that only read or write a number: 0.045 us a call less (None stays None)."""
+    if function is None:
+        return None
+    return ctypes.PYFUNCTYPE(ctypes.c_int)(ctypes.cast(function, ctypes.c_void_p).value)
 
 
 def _blas_libs() -> list[_BlasLibrary]:
@@ -189,32 +212,26 @@ def blas_threads() -> int | None:
 
 
 _single_blas_blocks = 0            # callers inside single_threaded_blas (threads sharing a model)
-_single_blas_limit = None          # [(BLAS library, its thread count before)] of those set to one, while any is
 
 
 def _hold_blas_to_one() -> None:
     """(with `_lock` held) One more caller inside `single_threaded_blas`: the first sets each
-    library not on one thread to one, remembering its count."""
-    global _single_blas_blocks, _single_blas_limit
+    library to one thread, each remembering its count (`_BlasLibrary.before`)."""
+    global _single_blas_blocks
     _single_blas_blocks += 1
     if _single_blas_blocks == 1:
-        limited = []
-        for lib in _blas_libs():
-            count = lib.get()
-            if count != 1:
-                lib.set(1)
-                limited.append((lib, count))
-        _single_blas_limit = limited
+        for lib in _blas_libraries or _blas_libs():
+            lib.before = lib.swap(1)
 
 
 def _release_blas() -> None:
     """(with `_lock` held) One caller fewer: the last gives each library its count back."""
-    global _single_blas_blocks, _single_blas_limit
+    global _single_blas_blocks
     _single_blas_blocks -= 1
     if _single_blas_blocks == 0:
-        for lib, count in _single_blas_limit:
-            lib.set(count)
-        _single_blas_limit = None
+        for lib in _blas_libraries:
+            if lib.before != 1:
+                lib.set(lib.before)
 
 
 class _SingleThreadedBlas:
@@ -264,17 +281,19 @@ class _NetworkParts:
     the last such run ends, then asleep again (`_park_spinning_workers`).  (A class: see
     `parts_off`.  Both ways in one hold of `_lock`, with no call through `single_threaded_blas`:
     entering and leaving 0.9-1.2 us, where the two blocks nested took 2.3-2.5, half the audio
-    net's executor time.)"""
+    net's executor time.  On the EPYC VM of stop 59 it took 2.45 us, 1.5 since OpenBLAS's count
+    is set and the one before read in one call, and the workers parked only where one spins.)"""
 
     __slots__ = ()
 
     def __enter__(self):
         global _spinning_runs
-        limiting = _blas_found or _blas_controller() is not None
+        if _blas_found is None:
+            _blas_controller()
         _lock.acquire()
         try:
             _spinning_runs += 1
-            if limiting:
+            if _blas_found:
                 _hold_blas_to_one()
         finally:
             _lock.release()
@@ -284,13 +303,18 @@ class _NetworkParts:
         _lock.acquire()
         try:
             _spinning_runs -= 1
-            # the workers are parked here, or by the caller whose parts hold them now, when it
-            # releases them (under `_lock` too: one of the two sees the count at 0)
-            if _spinning_runs == 0 and _workers and _workers_taken.acquire(blocking=False):
-                try:
-                    _park_spinning_workers()
-                finally:
-                    _workers_taken.release()
+            if _spinning_runs == 0:
+                # the workers are parked here, or by the caller whose parts hold them now, when it
+                # releases them (under `_lock` too: one of the two sees the count at 0; a caller
+                # that sets one spinning after this test parks it itself so)
+                for worker in _workers:
+                    if worker.spinning:
+                        if _workers_taken.acquire(blocking=False):
+                            try:
+                                _park_spinning_workers()
+                            finally:
+                                _workers_taken.release()
+                        break
             if _blas_found:
                 _release_blas()
         finally:
@@ -526,10 +550,10 @@ _workers_taken = threading.Lock()   # held by the one caller whose parts the wor
 
 def _forget_pool() -> None:
     """In a forked child: the parent's workers have no threads here and would never run a part."""
-    global _lock, _single_blas_blocks, _single_blas_limit, _workers, _workers_taken, _spinning_runs
+    global _lock, _single_blas_blocks, _workers, _workers_taken, _spinning_runs
     _lock = threading.Lock()
     _workers, _workers_taken = [], threading.Lock()
-    _single_blas_blocks, _single_blas_limit = 0, None
+    _single_blas_blocks = 0
     _spinning_runs = 0
 
 

@@ -619,6 +619,37 @@ def test_blas_held_to_one_thread_from_any_thread(two_threads):
     assert seen == [1, 2]
 
 
+@pytest.mark.parametrize("setter", ["one call", "read then set"])
+def test_a_convolution_networks_run_holds_blas_to_one_thread_and_gives_its_count_back(two_threads, monkeypatch,
+                                                                                     setter):
+    """`network_parts` (a convolution network's run) sets BLAS to one thread and back, through
+    OpenBLAS's setter that returns the count before or through a read and a set; a library
+    already on one thread is not set back (nor at all, read then set)."""
+    libs = threads._blas_libs()
+    if not libs:
+        pytest.skip("threadpoolctl cannot read BLAS's thread count here")
+    calls = []
+    for lib in libs:
+        if setter == "read then set":
+            monkeypatch.setattr(lib, "swap", lib._get_and_set)
+        monkeypatch.setattr(lib, "set", lambda n, set=lib.set: calls.append(n) or set(n))
+    threads._set_blas_threads(2)
+    calls.clear()
+    with threads.network_parts():
+        assert threads.blas_threads() == 1
+        with threads.single_threaded_blas():
+            assert threads.blas_threads() == 1
+        assert threads.blas_threads() == 1
+    set_to_one = [1] if setter == "read then set" else []
+    assert threads.blas_threads() == 2 and sorted(calls) == sorted((set_to_one + [2]) * len(libs))
+    threads._set_blas_threads(1)
+    calls.clear()
+    with threads.network_parts():
+        assert threads.blas_threads() == 1
+    assert threads.blas_threads() == 1 and calls == []
+    threads._set_blas_threads(2)
+
+
 def test_thread_count_set_while_blas_is_held_takes_effect_when_released(two_threads, monkeypatch):
     """set_threads inside a single_threaded_blas block (another thread's call, or the first use of
     `threads()`, which sets the default count) leaves BLAS on one thread until the block ends, then
