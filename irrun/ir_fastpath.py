@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from lxml import etree
 
@@ -54,8 +54,7 @@ class _NotPlain(Exception):
     """The file is not in the form the fast path reads exactly: take the general path."""
 
 
-@dataclass(slots=True)
-class _PortPlan:
+class _PortPlan(NamedTuple):
     id: int                          # index of the value
     precision: int | None
     names: int | None
@@ -64,8 +63,7 @@ class _PortPlan:
     rt_info: tuple | None
 
 
-@dataclass(slots=True)
-class _LayerPlan:
+class _LayerPlan(NamedTuple):
     newlines: int                    # in the markup (values hold none)
     id: int
     name: int | None
@@ -80,8 +78,7 @@ class _LayerPlan:
     rt_info: tuple | None
 
 
-@dataclass(slots=True)
-class _EdgePlan:
+class _EdgePlan(NamedTuple):
     newlines: int
     ends: tuple[int, int, int, int]  # from-layer, from-port, to-layer, to-port
     line: int

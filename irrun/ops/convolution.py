@@ -28,9 +28,8 @@ Arithmetic of output sizes and pads: `irrun.ops.window`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -47,8 +46,7 @@ from .window import (effective_kernel, forward_spatial, inside_region, resolve_p
                      zero_extended)
 
 
-@dataclass(frozen=True)
-class Geometry:
+class Geometry(NamedTuple):
     """The window attributes with OpenVINO's fill-ins for missing ones."""
 
     strides: tuple[int, ...]

@@ -23,9 +23,8 @@ it, and copies only what the border outputs read.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -120,8 +119,7 @@ def row_filter(w: np.ndarray, geo: Geometry, counts) -> list[tuple[int, int, int
     return phases
 
 
-@dataclass(frozen=True)
-class LaidOut:
+class LaidOut(NamedTuple):
     """A constant filter as the kernels read it, made once where the layer is bound: `rows`,
     `row_filter`'s phases (None where the rows do not take the layer); `windows`,
     `windows_filter`'s [K..., G, Og] (0.8-12 us a call for 96-1152 channels), None where neither

@@ -40,7 +40,7 @@ What OpenVINO 2026.4.1 computes, beyond the op specs (specs/errata/resampling.md
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -60,8 +60,7 @@ _SCALE_TYPES = ("f32", "f16", "bf16")
 _PILLOW = ("bilinear_pillow", "bicubic_pillow")
 
 
-@dataclass(frozen=True)
-class Method:
+class Method(NamedTuple):
     """How to resample, with Interpolate-1's attributes already mapped to Interpolate-4's."""
 
     mode: str
@@ -114,8 +113,7 @@ def _nearest_index(coords: np.ndarray, nearest_mode: str, downsample: bool) -> n
 
 # ---------------------------------------------------------------- per-axis tap tables
 
-@dataclass
-class _AxisTaps:
+class _AxisTaps(NamedTuple):
     """Output i reads input[index[i, k]] with weight[i, k] (no weights: a plain gather)."""
 
     index: np.ndarray                     # (out,) for a gather, (out, taps) otherwise
@@ -263,8 +261,7 @@ def _size_ratios(shape: tuple[int, ...], axes: list[int], sizes: list[int], pads
     return [float(_F32(n) / _F32(p)) if p else 1.0 for n, p in zip(sizes, padded)]
 
 
-@dataclass(frozen=True)
-class _Arithmetic:
+class _Arithmetic(NamedTuple):
     """How OpenVINO accumulates and rounds, which decides integer results near .5."""
 
     fused: bool                       # fused multiply-adds (the CPU plugin's JIT kernels)
@@ -300,7 +297,7 @@ def interpolate(x: np.ndarray, axes: list[int], sizes: list[int], scales: list[f
     # linear with antialias stretches every axis' filter once any axis shrinks
     antialias = method.antialias and any(s < 1 for s in scales)
     if method.mode == "linear" and not antialias and rank < 5:
-        method = replace(method, mode="linear_onnx")   # the same values, computed as the CPU plugin does
+        method = method._replace(mode="linear_onnx")   # the same values, computed as the CPU plugin does
     dtype = x.dtype
     arithmetic = _arithmetic(method.mode, rank, dtype)
     work = x.astype(np.float64 if dtype == np.float64 else _F32)
@@ -333,7 +330,7 @@ def _weighted_resizer(shape: tuple[int, ...], axes: list[int], sizes: list[int],
     without antialias) for float32 data of `shape` in float32 (weighted_resize.py); other data
     through `general`."""
     if method.mode == "linear" and not method.antialias and len(shape) < 5:
-        method = replace(method, mode="linear_onnx")
+        method = method._replace(mode="linear_onnx")
     if method.mode not in ("linear_onnx", "cubic") or 0 in shape:
         return None
     plans = []

@@ -23,10 +23,9 @@ large.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from itertools import chain
 from math import prod
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -40,8 +39,7 @@ BLOCK_ELEMENTS = 1 << 17
 _F32 = np.float32
 
 
-@dataclass(frozen=True)
-class PeriodicAxis:
+class PeriodicAxis(NamedTuple):
     """How one axis resizes: outputs [lo, hi) by phases of `period` outputs, each reading
     `step` inputs further on than the output `period` before it (with weights of its own); the
     others by their own taps."""
@@ -56,14 +54,13 @@ class PeriodicAxis:
     weight: np.ndarray          # [size, taps] float32
 
     def moved(self, by: int) -> "PeriodicAxis":
-        return replace(self, axis=self.axis + by)
+        return self._replace(axis=self.axis + by)
 
     def resample(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         return _resample_periodic(x, self, out)
 
 
-@dataclass(frozen=True)
-class GatheredAxis:
+class GatheredAxis(NamedTuple):
     """How one axis resizes where its outputs have no short period: output i is the sum over the
     taps of weight[i, tap] x input[index[i, tap]]."""
 
@@ -73,7 +70,7 @@ class GatheredAxis:
     weight: np.ndarray          # [size, taps] float32
 
     def moved(self, by: int) -> "GatheredAxis":
-        return replace(self, axis=self.axis + by)
+        return self._replace(axis=self.axis + by)
 
     def resample(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         before = (slice(None),) * self.axis
