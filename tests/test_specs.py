@@ -82,11 +82,20 @@ def test_catalogue_reader_agrees_with_tomllib():
     """opsets.toml is read by a line reader of its own (for speed); it must read what TOML reads,
     and refuse what it does not understand."""
     import tomllib
-    from irrun.spec import _read_catalogue
+    from irrun.spec import _Catalogue, _parse_members, _read_catalogue
     text = (ROOT / "specs" / "opsets.toml").read_text()
-    assert _read_catalogue(text) == tomllib.loads(text)
+    whole = tomllib.loads(text)
+    assert _read_catalogue(text) == whole
     with pytest.raises(ValueError, match="line 2"):
         _read_catalogue('[Abs]\n1 = { x = 1 }\n')
+    # a load reads the catalogue a type at a time, as it is asked for: the same types and versions
+    catalogue = _Catalogue(text)
+    assert list(catalogue) == list(whole)
+    assert {t: {v: sorted(m) for v, m in catalogue[t].items()} for t in reversed(list(whole))} == \
+        {t: {int(v): sorted(_parse_members(m)) for v, m in versions.items()} for t, versions in whole.items()}
+    # headers as the line reader takes them (white space, a comment after); a section's own lines only
+    odd = '# first\n[Abs]\n1 = "1-16"\n  [ Add ]  # two\n1 = "1-3"\n7 = "7"\n'
+    assert dict(_Catalogue(odd)) == {"Abs": {1: frozenset(range(1, 17))}, "Add": {1: {1, 2, 3}, 7: {7}}}
 
 
 def test_readme_op_table_is_current():
