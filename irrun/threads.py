@@ -170,7 +170,7 @@ class _BlasLibrary:
         if get is None or put is None:
             get, put = (lambda: controller.num_threads), controller.set_num_threads
         self.get, self.set = get, put
-        self.swap = swap or self._get_and_set
+        self.swap = swap if swap is not None and _sets_every_thread(swap, get, put) else self._get_and_set
         self.before = 1     # (its count before `single_threaded_blas` set it to one, while it is)
 
     def _get_and_set(self, n: int) -> int:
@@ -178,6 +178,23 @@ class _BlasLibrary:
         if count != n:
             self.set(n)
         return count
+
+
+def _sets_every_thread(swap, get, put) -> bool:
+    """Whether `swap` sets the count another thread sees (OpenBLAS's pthreads builds set the
+    process's, as `openblas_set_num_threads` does; one that set the caller's alone would leave
+    BLAS's threads running beside a network's parts): asked once, from a thread of its own."""
+    before = get()
+    probe = 2 if before == 1 else 1
+    if swap(probe) != before:
+        put(before)
+        return False
+    seen = []
+    reader = threading.Thread(target=lambda: seen.append(get()))
+    reader.start()
+    reader.join()
+    put(before)
+    return seen == [probe]
 
 
 def _holding_the_gil(function):

@@ -650,6 +650,29 @@ def test_a_convolution_networks_run_holds_blas_to_one_thread_and_gives_its_count
     threads._set_blas_threads(2)
 
 
+def test_a_setter_of_the_calling_threads_count_alone_is_not_used():
+    """`openblas_set_num_threads_local` is taken as the one-call setter only where it sets the count
+    other threads see (a setter of the caller's own count would leave BLAS's threads running beside
+    a network's parts)."""
+    counts, local = {"process": 2}, threading.local()
+
+    def get():
+        return getattr(local, "count", counts["process"])
+
+    def put(n):
+        counts["process"] = n
+
+    def swap_process(n):
+        before, counts["process"] = get(), n
+        return before
+
+    def swap_local(n):
+        before, local.count = get(), n
+        return before
+    assert threads._sets_every_thread(swap_process, get, put) and counts["process"] == 2
+    assert not threads._sets_every_thread(swap_local, get, put) and counts["process"] == 2
+
+
 def test_thread_count_set_while_blas_is_held_takes_effect_when_released(two_threads, monkeypatch):
     """set_threads inside a single_threaded_blas block (another thread's call, or the first use of
     `threads()`, which sets the default count) leaves BLAS on one thread until the block ends, then
