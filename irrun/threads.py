@@ -183,10 +183,13 @@ class _BlasLibrary:
 def _sets_every_thread(swap, get, put) -> bool:
     """Whether `swap` sets the count another thread sees (OpenBLAS's pthreads builds set the
     process's, as `openblas_set_num_threads` does; one that set the caller's alone would leave
-    BLAS's threads running beside a network's parts): asked once, from a thread of its own."""
+    BLAS's threads running beside a network's parts): asked once, from a thread of its own.  Not
+    where BLAS is on one thread (a process started so: asking by a second would start a BLAS
+    thread it does not want, and holding BLAS to one there reads its count and sets nothing)."""
     before = get()
-    probe = 2 if before == 1 else 1
-    if swap(probe) != before:
+    if before == 1:
+        return False
+    if swap(1) != before:
         put(before)
         return False
     seen = []
@@ -194,7 +197,7 @@ def _sets_every_thread(swap, get, put) -> bool:
     reader.start()
     reader.join()
     put(before)
-    return seen == [probe]
+    return seen == [1]
 
 
 def _holding_the_gil(function):

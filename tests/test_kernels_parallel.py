@@ -671,6 +671,11 @@ def test_a_setter_of_the_calling_threads_count_alone_is_not_used():
         return before
     assert threads._sets_every_thread(swap_process, get, put) and counts["process"] == 2
     assert not threads._sets_every_thread(swap_local, get, put) and counts["process"] == 2
+    # a process whose BLAS is on one thread is not asked (a second would start a BLAS thread)
+    counts["process"] = 1
+    local.__dict__.clear()
+    asked = []
+    assert not threads._sets_every_thread(lambda n: asked.append(n) or 1, get, put) and asked == []
 
 
 def test_thread_count_set_while_blas_is_held_takes_effect_when_released(two_threads, monkeypatch):
