@@ -29,7 +29,7 @@ def straight_line(program: list[tuple], inputs: list[list[int]], failed: Callabl
     (A failing step is found by the line it failed at, not by a counter each step would set.)"""
     names: dict = {"failed": failed}
     lines = ["def run(slots):", "    try:"]
-    step_at_line = [0, 0, 0]          # (line numbers count from 1)
+    step_at_line = [0] * (len(lines) + 1)   # (line numbers count from 1)
     for k, ((kernel, _gather, spread, single, outs, free), reads) in enumerate(zip(program, inputs)):
         arguments = ", ".join(f"slots[{s}]" for s in reads) if spread else f"slots[{reads[0]}]"
         check = getattr(kernel, "kernel_for", None)     # (a step checked first: irrun/shape_check.py)
