@@ -83,8 +83,8 @@ TILE_BLOCK_ELEMENTS = 1 << 18
 
 
 # Filter elements transformed at once: their float64 products (a^2 / 9 as many, 512 KiB for
-# F(4,3)) are then cast into the filter from the core's L2 (a 256 x 256 filter 6.5 -> 5.6 ms at
-# 2^14 against 2^16, on one thread in warm memory)
+# F(4,3)) are then cast into the filter from the core's L2 (a 256 x 256 filter 6.7-7.0 -> 5.4-5.7
+# ms at 2^14 against 2^16, on one thread in warm memory)
 WINOGRAD_TRANSFORM_ELEMENTS = 1 << 14
 # Work per transformed element relative to an add (irrun/threads.py): the float64 copy, its share of
 # the GEMM and the cast into the filter's fresh memory, whose page faults are most of a load's cost
@@ -112,7 +112,7 @@ class WinogradFilter:
 
         def transform(a, b):
             # (into float64 buffers each part makes once, not new arrays a block: their fresh pages
-            # took 2,300 page faults of the f16 ResNet-18's load, 10 ms on this VM)
+            # took 1,800 page faults of the f16 ResNet-18's load, 4.4 us each on this VM)
             taps = np.empty((step * self.c_in, 9))
             product = np.empty((self.a * self.a, step * self.c_in))
             for first in firsts[a:b]:
