@@ -132,10 +132,11 @@ class BatchRun:
 
     def __init__(self, model, samples, out_dir=None, *, jobs=1, client=None, resume=True, fail_fast=False,
                  stacked=False, ship_data=False, return_outputs=True, threads=None, max_memory=None,
-                 precision="f32", strict=False, optimize=None):
+                 precision="f32", strict=False, optimize=None, compressed_weights="auto"):
         self.started = time.monotonic()
         self.model = model if isinstance(model, Model) else \
-            Model(model, max_memory=max_memory, precision=precision, strict=strict, optimize=optimize)
+            Model(model, max_memory=max_memory, precision=precision, strict=strict, optimize=optimize,
+                  compressed_weights=compressed_weights)
         self.spec = ModelSpec.of(self.model)
         self.jobs = _job_count(jobs)
         if out_dir is None and not return_outputs:
@@ -255,7 +256,7 @@ class BatchRun:
 
 def run(model, samples, out_dir=None, *, jobs=1, client=None, resume=True, fail_fast=False, stacked=False,
         ship_data=False, return_outputs=True, threads=None, max_memory=None, precision="f32",
-        strict=False, optimize=None) -> BatchRun:
+        strict=False, optimize=None, compressed_weights="auto") -> BatchRun:
     """Run every sample through `model`; iterate the result for `(sample_id, outputs | SampleError)`
     as samples finish (in no particular order).
 
@@ -272,11 +273,13 @@ def run(model, samples, out_dir=None, *, jobs=1, client=None, resume=True, fail_
     ship_data: with `client`, send the arrays (and the model files, where a worker lacks them)
                instead of paths
     return_outputs: False to yield None for each success (the outputs are in out_dir)
-    max_memory, precision, strict, optimize: as for `irrun.load` (every worker loads the model with them)
+    max_memory, precision, strict, optimize, compressed_weights: as for `irrun.load` (every worker loads
+               the model with them; with compressed_weights="auto", each decides for its own memory)
 
     Raises IrrunError for what stops the whole batch (the model, the output directory, the
     cluster); a bad sample is a SampleError yielded in its place, and the batch goes on.
     """
     return BatchRun(model, samples, out_dir, jobs=jobs, client=client, resume=resume, fail_fast=fail_fast,
                     stacked=stacked, ship_data=ship_data, return_outputs=return_outputs, threads=threads,
-                    max_memory=max_memory, precision=precision, strict=strict, optimize=optimize)
+                    max_memory=max_memory, precision=precision, strict=strict, optimize=optimize,
+                    compressed_weights=compressed_weights)

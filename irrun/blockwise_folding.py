@@ -123,6 +123,17 @@ class RowChain(Pending):
         return self.first_row.dtype
 
     @property
+    def source(self):
+        """The large constant the chain starts from (a `PackedRows` where read by rows)."""
+        return self._source
+
+    @property
+    def stages(self) -> list[tuple]:
+        """Its layers, in order: (node, the input its value flows into, the other inputs as read,
+        read_constant)."""
+        return self._stages
+
+    @property
     def held_bytes(self) -> int:
         """What the recipe holds: its source (packed, where read by rows) and its layers' other inputs."""
         source = self._source

@@ -27,7 +27,6 @@ overlap it (Add(x, Reshape(x))): NumPy ufuncs handle that.
 """
 from __future__ import annotations
 
-import os
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -42,24 +41,14 @@ from .fast_loop import straight_line
 from .analysis import SINK_TYPES, Analysis, Node
 from .blockwise_folding import (PackedConstant, Pending, RowChain, filters_by_rows, flowing_input, may_start,
                                 tables_gathered_by_rows)
+from .compressed_products import kept_compressed
 from .errors import IrrunError, ModelError, ResourceLimitError
+from .memory import default_memory_limit
 from .registry import Op, TensorType
 from .shapes import format_shape, is_static
 from .shape_check import StepCheck, checked
 from .watch import TOP, Scope, key_names
 from .watched_run import Route, Watching
-
-
-def physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 8 << 30
-
-
-def default_memory_limit() -> int:
-    """Largest single tensor irrun will allocate by default: half of physical memory."""
-    return physical_memory() // 2
 
 
 @dataclass(frozen=True)
@@ -175,13 +164,15 @@ class Plan:
     def __init__(self, analysis: Analysis, result_ids: list[str], parameter_ids: list[str],
                  memory_limit: int | None = None, release: Callable[[np.ndarray], object] | None = None,
                  read_constant: Callable[[Node, int, np.ndarray], np.ndarray] | None = None,
-                 optimize: bool = True):
+                 optimize: bool = True, compressed_weights: str = "auto"):
         """`release(array)`: told of each constant folding no longer needs (a mapped f16 weight
         once decompressed), so that its memory can go before the next one is decompressed, and
         of those a bound kernel keeps transformed (`StepInfo.release`).
         `read_constant(node, i, value)`: what `node` reads as its constant input i (irrun/precision.py
         rounds folded f16 arithmetic where OpenVINO keeps the folded result in f16); by default `value`.
-        `optimize`: rewrite the steps as irrun/optimize.py does (fused chains, KV caches grown in place)."""
+        `optimize`: rewrite the steps as irrun/optimize.py does (fused chains, KV caches grown in place).
+        `compressed_weights`: "auto", "decompress" or "keep" (irrun/compressed_products.py; with
+        `optimize` only: without it every weight is decompressed, layer by layer)."""
         self.analysis = analysis
         self.memory_limit = memory_limit or default_memory_limit()
         self.release = release
@@ -291,7 +282,11 @@ class Plan:
         self.layer_steps = steps          # one step per layer run, as folded at load (variants start here)
         self.tables_by_rows: set[int] = set()
         self.filters_by_rows: set[int] = set()
+        self.products_by_rows: set[int] = set()
+        self.affine_weights: dict = {}      # their slots -> compressed_products.Affine or None
         if optimize:
+            # (before the passes that lay weights out anew: these stay as they are)
+            self.products_by_rows = kept_compressed(self, steps, compressed_weights)
             from .huge_pages import GemvWeightPages
             from .optimize import lay_out_gemm_weights
             from .sibling_products import join_sibling_weights
@@ -302,7 +297,7 @@ class Plan:
             pages.move_the_rest(release)
             self.tables_by_rows = tables_gathered_by_rows(self, steps)
             self.filters_by_rows = filters_by_rows(self, steps)
-        left = self.tables_by_rows | self.filters_by_rows
+        left = self.tables_by_rows | self.filters_by_rows | self.products_by_rows
         for s in [s for s, v in self.constants.items() if isinstance(v, Pending) and s not in left]:
             self._materialised(s)
         if optimize:

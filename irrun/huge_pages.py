@@ -57,7 +57,7 @@ def _gemv_weight_slots(plan, steps: list, extra: list[int] = ()) -> list[int]:
     joined_members = getattr(plan, "joined_weight_slots", ())
     for step in steps:
         if step.node.layer.op_type != "MatMul" or len(step.inputs) != 2 or gemm_data_rows(plan, step) not in (1, None) \
-                or step.inputs[1] in joined_members:
+                or step.inputs[1] in joined_members or step.inputs[1] in getattr(plan, "products_by_rows", ()):
             continue
         weight = plan.constants.get(step.inputs[1])
         if isinstance(weight, (np.ndarray, Pending)) and weight.ndim == 2 and weight.dtype.kind == "f" \

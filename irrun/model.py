@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .allocator import keep_freed_memory
+from .compressed_products import check_mode as check_compressed_weights
 from .analysis import Analysis, LoadContext, analyze
 from .diagnostics import Diagnostic, Diagnostics
 from .errors import (DeclaredValuesWarning, InputError, IrrunError, LayerRef, ModelError, UnreadableFileError,
@@ -159,9 +160,13 @@ class Model:
 
     def __init__(self, path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
                  precision: str = "f32", strict: bool = False, memory: tuple[bytes, bytes | None] | None = None,
-                 optimize: bool | None = None):
+                 optimize: bool | None = None, compressed_weights: str = "auto"):
         check_precision(precision)
         self.optimize = optimize_default() if optimize is None else bool(optimize)
+        self.compressed_weights = check_compressed_weights(compressed_weights)
+        if compressed_weights == "keep" and not self.optimize:
+            raise UsageError('compressed_weights="keep" needs the optimizer: without it every weight is '
+                             'decompressed, layer by layer')
         # Process-wide, like OpenBLAS's own count: set before anything runs (constant folding too).
         set_threads(threads) if threads is not None else current_threads()
         document, analysis, weights = _document_and_analysis(path, memory)
@@ -228,7 +233,7 @@ class Model:
             known.forget_all_but(_held_values(self._execution.analysis), only=analysis)
             self._plan = Plan(self._execution.analysis, [l.id for l in results], [l.id for l in params],
                               self.max_memory, release=known.release, read_constant=self._execution.read_constant,
-                              optimize=self.optimize)
+                              optimize=self.optimize, compressed_weights=self.compressed_weights)
             known.forget_all_but(self._plan.constants.values())
         if self._execution.analysis is not analysis:
             self._plan.report = self._reported
@@ -509,7 +514,7 @@ class Model:
         """What `load` was given that decides the results (a pickle carries them; threads are the
         receiving process's own)."""
         return {"max_memory": self.max_memory, "precision": self.precision, "strict": self.strict,
-                "optimize": self.optimize}
+                "optimize": self.optimize, "compressed_weights": self.compressed_weights}
 
     def __reduce__(self):
         edits = {"shapes": self._reshaped, "outputs": list(self._added.values())}
@@ -693,17 +698,19 @@ def _unpickle_bytes(xml: bytes, weights: bytes, name: str, options: dict, edits:
 
 def load_bytes(xml: bytes | str, weights: bytes | memoryview | None = None, *, name: str = "model",
                max_memory: int | None = None, threads: int | None = None, precision: str = "f32",
-               strict: bool = False, optimize: bool | None = None) -> Model:
+               strict: bool = False, optimize: bool | None = None, compressed_weights: str = "auto") -> Model:
     """Load an IR held in memory: the XML text and the bytes of its `.bin` (kept, not copied), as
     `openvino.Core().read_model(xml_bytes, weights)` reads one.  Messages name it `<memory>/NAME.xml`.
     The options are `load`'s."""
     data = xml.encode("utf-8") if isinstance(xml, str) else bytes(xml)
     return Model(Path("<memory>") / f"{name}.xml", max_memory=max_memory, threads=threads, precision=precision,
-                 strict=strict, memory=(data, weights if weights is not None else b""), optimize=optimize)
+                 strict=strict, memory=(data, weights if weights is not None else b""), optimize=optimize,
+                 compressed_weights=compressed_weights)
 
 
 def load(path: str | Path, *, max_memory: int | None = None, threads: int | None = None,
-         precision: str = "f32", strict: bool = False, optimize: bool | None = None) -> Model:
+         precision: str = "f32", strict: bool = False, optimize: bool | None = None,
+         compressed_weights: str = "auto") -> Model:
     """Load `model.xml` (and the `model.bin` beside it).
 
     `threads`: how many threads kernels and BLAS use, for the whole process (default: the
@@ -716,9 +723,14 @@ def load(path: str | Path, *, max_memory: int | None = None, threads: int | None
     `optimize`: rewrite the plan at load in ways no output can tell apart (chains of elementwise layers
     run as one step, in the output of the layer that starts them; KV caches grown in place: see
     irrun/optimize.py); default True unless the environment sets `IRRUN_OPTIMIZE=0`.
+    `compressed_weights`: what becomes of weights stored compressed (int8/int4/nf4 codes with scales,
+    f16) that MatMuls read: "auto" (default) decompresses them once at load unless they would not fit
+    in the memory available, "decompress" always does, "keep" keeps them compressed, each product
+    decompressing its weight a block at a time as it runs (less memory, slower; needs `optimize`).
+    See irrun/compressed_products.py.
     """
     return Model(path, max_memory=max_memory, threads=threads, precision=precision, strict=strict,
-                 optimize=optimize)
+                 optimize=optimize, compressed_weights=compressed_weights)
 
 
 @dataclass

@@ -68,6 +68,7 @@ import numpy as np
 from . import threads
 from .analysis import SINK_TYPES, Node
 from .blockwise_folding import gathered_rows_steps, write_weight
+from .compressed_products import compressed_product_steps
 from .errors import IrrunError
 from .grouped_attention import fuse_grouped_attention
 from .kv_caches import grow_kv_caches_in_place
@@ -187,7 +188,8 @@ def rewrite(plan, steps: list, keep: frozenset) -> list:
     fused (none hiding an output of a layer in `keep`), 1x1 convolutions writing channels-last for
     the depthwise ones they feed, and KV caches grown in place."""
     pinned = _pinned(plan, steps, keep)
-    steps = fuse_grouped_attention(plan, sibling_steps(plan, gathered_rows_steps(plan, steps)), pinned)
+    steps = compressed_product_steps(plan, gathered_rows_steps(plan, steps))
+    steps = fuse_grouped_attention(plan, sibling_steps(plan, steps), pinned)
     steps = fuse_rms_norms(plan, fuse_rotary_embeddings(plan, steps, pinned), pinned)
     steps = _fuse_chains(plan, _pools_first(plan, steps, keep), keep)
     _channels_last_into_depthwise(plan, steps)
@@ -402,7 +404,8 @@ def lay_out_gemm_weights(plan, steps: list, release=None, pages=None) -> int:
             continue
         attrs = step.op.attrs
         if attrs.transpose_a or len(step.inputs) != 2 or readers.get(step.inputs[1]) != 1 or step.op.run_replaced() \
-                or step.inputs[1] in getattr(plan, "joined_weight_slots", ()):
+                or step.inputs[1] in getattr(plan, "joined_weight_slots", ()) \
+                or step.inputs[1] in getattr(plan, "products_by_rows", ()):
             continue
         data = plan.analysis.type_of(step.node.inputs[0])
         if data is None or data.rank is None or data.rank < 2:

@@ -112,7 +112,8 @@ class _JoinedValue(Pending):
 def _joinable_weight(plan, step, readers: dict, gemm_data_rows):
     """The constant weight of a MatMul step of one row of float data that it alone reads, else None."""
     if step.node.layer.op_type != "MatMul" or len(step.inputs) != 2 or step.op.run_replaced() \
-            or step.op.attrs.transpose_a or readers.get(step.inputs[1]) != 1 or gemm_data_rows(plan, step) != 1:
+            or step.op.attrs.transpose_a or readers.get(step.inputs[1]) != 1 or gemm_data_rows(plan, step) != 1 \
+            or step.inputs[1] in getattr(plan, "products_by_rows", ()):
         return None
     weight = plan.constants.get(step.inputs[1])
     data = plan.analysis.type_of(step.node.inputs[0])

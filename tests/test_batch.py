@@ -515,7 +515,7 @@ def test_load_options_travel_with_the_model(tmp_path):
     declared = irrun.load(xml, precision="declared", strict=True, optimize=False)
     again = pickle.loads(pickle.dumps(declared))
     assert again.options() == declared.options() == {"max_memory": None, "precision": "declared", "strict": True,
-                                                     "optimize": False}
+                                                     "optimize": False, "compressed_weights": "auto"}
     samples = {f"s{i}": np.linspace(0.1, 7 + i, 8).astype(np.float16) for i in range(6)}
     expected = {k: declared.infer(v) for k, v in samples.items()}
     assert any(not np.array_equal(next(iter(irrun.load(xml).infer(v).values())),

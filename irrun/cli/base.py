@@ -11,6 +11,7 @@ import click
 
 from .. import __version__
 from ..arrays import load_array_file
+from ..compressed_products import MODES as COMPRESSED_WEIGHTS_MODES
 from ..errors import InputError, IrrunError, IrrunWarning, UsageError
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -40,6 +41,16 @@ def optimize_option(command):
                         help="Rewrite the graph at load where no output can tell (fused elementwise chains, KV "
                              "caches grown in place); --no-optimize runs every layer on its own. Default: on, "
                              "unless IRRUN_OPTIMIZE=0.")(command)
+
+
+def compressed_weights_option(command):
+    """`--compressed-weights`, shared by the commands that run a model."""
+    return click.option("--compressed-weights", type=click.Choice(COMPRESSED_WEIGHTS_MODES), default="auto",
+                        show_default=True,
+                        help="Weights stored compressed (int8/int4/nf4 codes with scales, f16) that MatMuls read: "
+                             "decompress them once at load (the fastest), keep them compressed (less memory; each "
+                             "product decompresses its weight as it runs), or auto: decompress unless they would "
+                             "not fit in the memory available.")(command)
 
 
 def threads_option(command):

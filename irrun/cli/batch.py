@@ -10,7 +10,7 @@ from ..batch import FAILURES, run
 from ..errors import UsageError
 from ..samples import SampleError
 from ..threads import available_cpus
-from .base import cli, optimize_option, parse_size, precision_options
+from .base import cli, compressed_weights_option, optimize_option, parse_size, precision_options
 from .progress import Progress
 
 
@@ -53,8 +53,9 @@ def _summary_text(summary: dict, how_stopped: str | None) -> list[str]:
               help="Refuse any tensor larger than SIZE (e.g. 4G). Default: half of physical memory.")
 @precision_options
 @optimize_option
+@compressed_weights_option
 def batch_cmd(model, inputs, out_dir, jobs, threads, dask_address, resume, fail_fast, fmt, stacked, ship_data,
-              quiet, max_memory, precision, strict, optimize):
+              quiet, max_memory, precision, strict, optimize, compressed_weights):
     """Run MODEL on every sample in INPUTS and write the results to OUTDIR.
 
     INPUTS is a directory (its .npz / .npy files) or a glob pattern: an .npz per sample keyed
@@ -68,7 +69,7 @@ def batch_cmd(model, inputs, out_dir, jobs, threads, dask_address, resume, fail_
     batch = run(model, inputs, out_dir, jobs=jobs, client=dask_address, resume=resume, fail_fast=fail_fast,
                 stacked=stacked, ship_data=ship_data, return_outputs=False, threads=threads,
                 max_memory=parse_size(max_memory) if max_memory else None, precision=precision, strict=strict,
-                optimize=optimize)
+                optimize=optimize, compressed_weights=compressed_weights)
     progress = Progress(len(batch.todo), enabled=not quiet)
     if not quiet:
         if not dask_address and batch.jobs > available_cpus():

@@ -10,7 +10,7 @@ from ..errors import IrrunError, UsageError
 from ..model import load
 from ..shapes import format_shape
 from ..tolerance import RELATIVE_TO, defaults
-from .base import cli, inputs_for, optimize_option, parse_size
+from .base import cli, compressed_weights_option, inputs_for, optimize_option, parse_size
 
 
 def tolerance_options(command):
@@ -37,14 +37,16 @@ def tolerance_options(command):
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--max-memory", type=str, default=None, metavar="SIZE", help="As for `irrun infer`.")
 @optimize_option
+@compressed_weights_option
 @click.pass_context
-def compare_command(ctx, model, inputs, reference, rtol, atol, relative_to, fmt, max_memory, optimize):
+def compare_command(ctx, model, inputs, reference, rtol, atol, relative_to, fmt, max_memory, optimize,
+                    compressed_weights):
     """Compare every layer output of MODEL with REF; name the first layer that diverges.
 
     Exit code 0: every compared tensor agrees; 1: something diverges; 2: usage or input error.
     """
     try:
-        report = _compare(model, inputs, reference, rtol, atol, relative_to, max_memory, optimize)
+        report = _compare(model, inputs, reference, rtol, atol, relative_to, max_memory, optimize, compressed_weights)
     except IrrunError as exc:
         exc.exit_code = 2       # any error is 2 here: 1 says that something diverges
         raise
@@ -55,9 +57,10 @@ def compare_command(ctx, model, inputs, reference, rtol, atol, relative_to, fmt,
     ctx.exit(0 if report.ok else 1)
 
 
-def _compare(model, inputs, reference, rtol, atol, relative_to, max_memory, optimize):
+def _compare(model, inputs, reference, rtol, atol, relative_to, max_memory, optimize, compressed_weights):
     check_tolerances(rtol, atol)
-    m = load(model, max_memory=parse_size(max_memory) if max_memory else None, optimize=optimize)
+    m = load(model, max_memory=parse_size(max_memory) if max_memory else None, optimize=optimize,
+             compressed_weights=compressed_weights)
     require_inputs(m, inputs)
     return compare(m, inputs_for(m, inputs), reference, rtol=rtol, atol=atol, relative_to=relative_to,
                    max_memory=parse_size(max_memory) if max_memory else None)

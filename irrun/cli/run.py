@@ -17,7 +17,7 @@ from ..profiling import profile as run_profile
 from ..reshape import shape_options
 from ..shapes import format_shape
 from ..summary import format_summary, tensor_summary
-from .base import cli, inputs_for, optimize_option, parse_size, precision_options, threads_option
+from .base import cli, compressed_weights_option, inputs_for, optimize_option, parse_size, precision_options, threads_option
 
 
 
@@ -54,15 +54,17 @@ from .base import cli, inputs_for, optimize_option, parse_size, precision_option
               help="How to print the outputs' summary; json: {\"outputs\": [...]} on stdout, for scripts.")
 @precision_options
 @optimize_option
+@compressed_weights_option
 def infer(model, inputs, output, max_memory, shapes, profile, repeat, trace, dump, dump_filter, dump_bodies, threads,
-          fmt, precision, strict, optimize):
+          fmt, precision, strict, optimize, compressed_weights):
     """Run MODEL on the given inputs."""
     if output is not None:
         output_target_kind(output)      # a bad --output is refused before the model runs
         if output == "-" and fmt == "json":
             raise UsageError("--output - and --format json both write to stdout; write the outputs to a file")
     limit = parse_size(max_memory) if max_memory else None
-    m = load(model, max_memory=limit, threads=threads, precision=precision, strict=strict, optimize=optimize)
+    m = load(model, max_memory=limit, threads=threads, precision=precision, strict=strict, optimize=optimize,
+             compressed_weights=compressed_weights)
     if shapes:
         m.reshape(shape_options(m, shapes))
     if not inputs:
