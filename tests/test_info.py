@@ -149,6 +149,7 @@ def test_compressed_weights(tmp_path):
     assert st.macs == 64 * 16 + 16 * 32 + 32 * 8     # the decompression runs on constants: folded
     r = run("info", xml)
     assert "int4 (u4): 1 weights, 1,024 elements, 1 with zero points; groups of 32 1" in r.output
+    assert "decompressed at load: 7.0 KiB of f32" in r.output      # (1,792 elements)
 
 
 def test_variables(tmp_path):

@@ -5,6 +5,7 @@ import json
 
 import click
 
+from ..memory import format_bytes
 from ..shapes import format_shape, is_static
 from ..stats import LayerStats, ModelStats, model_stats
 from .base import cli
@@ -77,6 +78,9 @@ def _print_text(st: ModelStats, show_layers: bool) -> None:
             echo(f"  {c['kind']} ({c['element_type']}): {c['weights']} weights, {c['elements']:,} elements"
                  + (f", {c['asymmetric']} with zero points" if c["asymmetric"] else "")
                  + (f"; {groups}" if groups else "") + f"; used by {users}")
+        f32 = sum(c["elements"] for c in st.compression) * 4
+        echo(f"  decompressed at load: {format_bytes(f32)} of f32 (`--compressed-weights keep` leaves the "
+             f"MatMuls' compressed)")
     else:
         echo("weight compression: none")
     if st.variables:
