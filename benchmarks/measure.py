@@ -67,9 +67,9 @@ def peak_kib() -> int:
 # ---------------------------------------------------------------- runtimes: load() -> (run(inputs) -> list of
 # arrays, the loaded model, reset() of its state or None)
 
-def load_irrun(path: str, threads: int | None = None):
+def load_irrun(path: str, threads: int | None = None, compressed_weights: str = "auto"):
     import irrun
-    model = irrun.load(path, threads=threads)
+    model = irrun.load(path, threads=threads, compressed_weights=compressed_weights)
     return lambda inputs: list(model.infer(inputs).values()), model, model.reset_state
 
 
@@ -214,6 +214,7 @@ def main():
     parser.add_argument("--budget", type=float, default=20.0)
     parser.add_argument("--min-seconds", type=float, default=1.0)
     parser.add_argument("--threads", type=int, help="irrun's threads / OpenVINO's INFERENCE_NUM_THREADS")
+    parser.add_argument("--compressed-weights", default="auto", help="irrun's (auto, decompress, keep)")
     parser.add_argument("--generate", type=int, metavar="TOKENS",
                         help="a run is a greedy generation of this many tokens from the inputs (a prompt)")
     args = parser.parse_args()
@@ -225,7 +226,8 @@ def main():
     before = _status_kib("VmRSS") or 0
 
     start = time.perf_counter()
-    run, handle, reset = LOADERS[args.runtime](args.model, args.threads)
+    options = {"compressed_weights": args.compressed_weights} if args.runtime == "irrun" else {}
+    run, handle, reset = LOADERS[args.runtime](args.model, args.threads, **options)
     if args.generate:
         run = generating(run, reset, args.generate)
     outputs = run(inputs)

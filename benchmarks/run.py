@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import irrun
+from irrun.compressed_products import MODES as COMPRESSED_WEIGHTS_MODES
 from machine_state import describe, median_seconds, probe
 from measure import with_threads
 from networks import GENERATIONS, NETWORKS, ON_REQUEST, QUICK, build_ir, build_onnx
@@ -120,6 +121,8 @@ def measure(runtime: str, model: Path, inputs: Path, outputs: Path, args, genera
     if args.threads:
         cmd += ["--threads", str(args.threads)]
         env = with_threads(env, args.threads)
+    if runtime == "irrun":
+        cmd += ["--compressed-weights", args.compressed_weights]
     timeout = args.timeout
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -366,6 +369,9 @@ def main():
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     parser.add_argument("--no-optimize", dest="optimize", action="store_false",
                         help="irrun without its load-time rewriting (IRRUN_OPTIMIZE=0)")
+    parser.add_argument("--compressed-weights", choices=COMPRESSED_WEIGHTS_MODES, default="auto",
+                        help="irrun's compressed_weights (keep: MatMul weights stay compressed, "
+                             "irrun/compressed_products.py)")
     args = parser.parse_args()
     args.repeat = args.repeat or (5 if args.quick else 20)
     args.budget = args.budget or (3.0 if args.quick else 20.0)
