@@ -93,9 +93,9 @@ def kept_compressed(plan, steps: list, mode: str) -> set[int]:
     warnings.warn(WeightsKeptCompressedWarning(
         f"{plan.analysis.document.diagnostics.file}: decompressing its weights would take {format_bytes(pending)}, "
         f"more than {AUTO_SHARE:.0%} of the {format_bytes(available)} of memory available: the weights of "
-        f"{len(kept)} MatMul layers stay compressed ({format_bytes(saved)} less), each decompressed a block at a "
-        f"time as its product runs (slower; compressed_weights=\"decompress\", `--compressed-weights "
-        f"decompress`, decompresses them at load)"), stacklevel=2)
+        f"{len(kept)} MatMul layers stay compressed ({format_bytes(saved)} less), each product reading its "
+        f"codes as it runs (slower; compressed_weights=\"decompress\", `--compressed-weights decompress`, "
+        f"decompresses them at load)"), stacklevel=2)
     return kept
 
 

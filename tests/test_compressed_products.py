@@ -125,9 +125,10 @@ def test_auto_keeps_them_only_where_they_would_not_fit(monkeypatch, tmp_path):
         roomy = irrun.load(xml)
     assert not _kept(roomy)
     monkeypatch.setattr(compressed_products, "available_memory", lambda: 400_000)   # (the two: 737 KB of f32)
-    with pytest.warns(WeightsKeptCompressedWarning, match=r"m\.xml: decompressing its weights would take 0\.0 GiB, "
-                                                          r"more than 75% .* the weights of 2 MatMul layers stay "
-                                                          r"compressed"):
+    with pytest.warns(WeightsKeptCompressedWarning, match=r"m\.xml: decompressing its weights would take 720\.0 KiB, "
+                                                          r"more than 75% of the 390\.6 KiB of memory available: "
+                                                          r"the weights of 2 MatMul layers stay compressed "
+                                                          r"\(526\.2 KiB less\), each product reading its codes"):
         tight = irrun.load(xml)
     assert len(_kept(tight)) == 2
     for got, want in zip(tight.infer({"x": x}).values(), roomy.infer({"x": x}).values()):
