@@ -63,7 +63,7 @@ AUTO_SHARE = 0.75
 
 class WeightsKeptCompressedWarning(IrrunWarning):
     """A model's compressed weights would not fit in memory decompressed: they stay compressed, and
-    the products that read them decompress them as they run (slower)."""
+    the products that read them work from their codes as they run (slower)."""
 
 
 def check_mode(mode) -> str:

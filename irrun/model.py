@@ -726,7 +726,7 @@ def load(path: str | Path, *, max_memory: int | None = None, threads: int | None
     `compressed_weights`: what becomes of weights stored compressed (int8/int4/nf4 codes with scales,
     f16) that MatMuls read: "auto" (default) decompresses them once at load unless they would not fit
     in the memory available, "decompress" always does, "keep" keeps them compressed, each product
-    decompressing its weight a block at a time as it runs (less memory, slower; needs `optimize`).
+    working from the weight's codes as it runs (less memory, slower; needs `optimize`).
     See irrun/compressed_products.py.
     """
     return Model(path, max_memory=max_memory, threads=threads, precision=precision, strict=strict,

@@ -183,6 +183,7 @@ def _head_ok(step) -> bool:
 
 def rewrite(plan, steps: list, keep: frozenset) -> list:
     """The steps with Gathers from compressed tables computing their rows (irrun/blockwise_folding.py),
+    products of weights kept compressed working from their codes (irrun/compressed_products.py),
     one-row products of joined weights (irrun/sibling_products.py), grouped-query attention over
     its unexpanded keys and values, rotary embeddings and RMS norms as one step each, every chain
     fused (none hiding an output of a layer in `keep`), 1x1 convolutions writing channels-last for

@@ -49,7 +49,7 @@ def compressed_weights_option(command):
                         show_default=True,
                         help="Weights stored compressed (int8/int4/nf4 codes with scales, f16) that MatMuls read: "
                              "decompress them once at load (the fastest), keep them compressed (less memory; each "
-                             "product decompresses its weight as it runs), or auto: decompress unless they would "
+                             "product reads its weight's codes as it runs), or auto: decompress unless they would "
                              "not fit in the memory available.")(command)
 
 

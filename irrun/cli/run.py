@@ -17,7 +17,8 @@ from ..profiling import profile as run_profile
 from ..reshape import shape_options
 from ..shapes import format_shape
 from ..summary import format_summary, tensor_summary
-from .base import cli, compressed_weights_option, inputs_for, optimize_option, parse_size, precision_options, threads_option
+from .base import (cli, compressed_weights_option, inputs_for, optimize_option, parse_size, precision_options,
+                   threads_option)
 
 
 
