@@ -76,7 +76,6 @@ class _PartState(threading.local):
     0.33 us where the attribute was missing, most calls, against 0.05.)"""
     active = False
     elementwise_whole = False
-    running_part = False      # (`active` inside a part, not only inside `parts_off`)
 
 
 _in_part = _PartState()
@@ -609,22 +608,20 @@ def balanced_step(total: int, step: int, parts: int) -> int:
 
 
 def _run_part(fn, *args):
-    state = _in_part
-    before, running = state.active, state.running_part     # (active already inside `parts_off`)
-    state.active = state.running_part = True
+    before = in_part()     # (True already inside `parts_off`)
+    _in_part.active = True
     try:
         return fn(*args)
     finally:
-        state.active, state.running_part = before, running
+        _in_part.active = before
 
 
 def long_parts(elements: int, per_part: int, most: int) -> int:
     """How many parts work of `elements` is worth at `per_part` elements a part at least: one per
     thread, also inside `parts_off` (parts of milliseconds each lose little to BLAS's threads
     spinning beside them: a 266 M-parameter decoder step's products of int4 weights kept compressed,
-    irrun/compressed_products.py, 260-285 -> 152-182 ms), but whole inside a part."""
-    if _in_part.running_part:
-        return 1
+    irrun/compressed_products.py, 260-285 -> 152-182 ms).  Inside a part, `run_parts` finds the
+    pool taken and runs them one after the other."""
     return max(1, min(threads(), elements // per_part, most))
 
 
