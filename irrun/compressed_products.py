@@ -195,7 +195,7 @@ class CompressedProduct:
                              f"({'transposed' if self.transposed else 'as it is'}) do not multiply")
         flat = data.reshape(-1, inner)
         out = np.empty((flat.shape[0], outer), np.result_type(data.dtype, weight.dtype))
-        if self.affine is not None and flat.shape[0] <= AFFINE_MOST_ROWS and data.dtype == np.float32:
+        if self.affine is not None and flat.shape[0] <= AFFINE_MOST_ROWS:
             return self._affine(flat, out).reshape(data.shape[:-1] + (outer,))
         step = max(1, blockwise_folding.BLOCK_ELEMENTS // columns)
 
@@ -212,15 +212,13 @@ class CompressedProduct:
                 total = product if total is None else np.add(total, product, out=total)
             return total
 
-        parts = threads.bounds(rows, threads.long_parts(weight.size, WEIGHTS_PER_PART, -(-rows // step)))
-        with threads.single_threaded_blas() if len(parts) > 1 else nullcontext():
-            if self.transposed:
-                threads.run_parts(columns_of, parts)
-            else:
-                sums = threads.run_parts(partial_sum, parts)
-                np.copyto(out, sums[0])
-                for more in sums[1:]:
-                    out += more
+        if self.transposed:
+            _on_cores(columns_of, rows, weight.size, step)
+        else:
+            sums = _on_cores(partial_sum, rows, weight.size, step)
+            np.copyto(out, sums[0])
+            for more in sums[1:]:
+                out += more
         return out.reshape(data.shape[:-1] + (outer,))
 
     def _affine(self, flat: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -246,14 +244,19 @@ class CompressedProduct:
                 if affine.scaled_zero is not None:
                     target -= sums @ affine.scaled_zero[:, r:end]
 
-        parts = threads.long_parts(rows * groups * affine.group, WEIGHTS_PER_PART, -(-rows // step))
-        parts = threads.bounds(rows, parts)
-        with threads.single_threaded_blas() if len(parts) > 1 else nullcontext():
-            threads.run_parts(columns_of, parts)
+        _on_cores(columns_of, rows, rows * groups * affine.group, step)
         return out
 
     def bind(self, info):
         return self.run
+
+
+def _on_cores(part, rows: int, weights: int, step: int) -> list:
+    """part(start, stop) over the weight's rows in blocks of `step`, in parts of WEIGHTS_PER_PART
+    weights or more on the pool (BLAS on one thread in each); the parts' results in order."""
+    parts = threads.bounds(rows, threads.long_parts(weights, WEIGHTS_PER_PART, -(-rows // step)))
+    with threads.single_threaded_blas() if len(parts) > 1 else nullcontext():
+        return threads.run_parts(part, parts)
 
 
 def compressed_product_steps(plan, steps: list) -> list:
