@@ -88,12 +88,12 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
             if j not in captured:
                 continue
             args, constant = captured[j]
-            first, second = process_pair._halves(split, process_pair._arena_view(pair.arena, split))
+            middle, (first, second) = process_pair._halves(split, process_pair._arena_view(pair.arena, split))
             whole = plan._program[split.position][0]
             # (each whole call on data of its own, copied before the timings)
             wholes = [partial(whole, *_data_copied(args, constant)) for _ in range(repeat)]
             layer = plan._program_steps[split.position].node.layer
-            found.append({"name": layer.name, "type": layer.op_type, "axis": split.axis, "middle": split.middle,
+            found.append({"name": layer.name, "type": layer.op_type, "axis": split.axis, "middle": middle,
                           "data": list(getattr(args[0], "shape", ())), "output": list(split.final_shape),
                           "first": _median_seconds([partial(first, args)] * repeat),
                           "second": _median_seconds([partial(second, args)] * repeat),

@@ -9,7 +9,7 @@ makes the splits of which these are a kind.
 from __future__ import annotations
 
 from math import prod
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -26,41 +26,56 @@ CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 WINOGRAD_ROWS_MOST_BYTES = 3 << 20
 
 
-def convolution_cut(plan, head, shape: tuple):
-    """(axis, where the halves meet, (first half's kernel, second's)) of a convolution by a constant
-    filter: along its output rows or its output channels, whichever has each process read less
-    (`_cut_reads`), else the one it can be cut along; None where neither."""
+class Cut(NamedTuple):
+    """A convolution's cut: along `axis` at `middle`, the halves' `kernels`; `kernels_at(middle)`
+    binds them for another middle (a multiple of `granule`: a Winograd layer's tile, a grouped
+    layer's channels a group), None where no half can be cut there."""
+    axis: int
+    middle: int
+    kernels: tuple
+    kernels_at: Callable[[int], tuple | None]
+    granule: int = 1
+
+
+def convolution_cut(plan, head, shape: tuple) -> Cut | None:
+    """The cut of a convolution by a constant filter: along its output rows or its output channels,
+    whichever has each process read less (`_cut_reads`), else the one it can be cut along; None
+    where neither."""
     found = _filter_and_data(plan, head)
     if found is None or len(shape) < 3:
         return None
     weight, data = found
     by_channels = weight.shape[0] >= 2          # output channels, or groups
     tile = _whole_layer_tile(plan, head)
+
+    def by_rows(middle=None, tile=None):
+        windows = _row_windows(head, weight, data, shape, tile, middle)
+        return None if windows is None else _convolution_row_halves(head, weight, data, shape, windows, tile)[1]
     if tile is not None:
         # a Winograd layer: each half by the whole layer's tile, along its rows at a boundary of
         # its tiles where each half can read all of the transformed filter, else along its channels
         windows = _row_windows(head, weight, data, shape, tile) \
             if (tile + 2) ** 2 * (weight.size // 9) * weight.itemsize <= WINOGRAD_ROWS_MOST_BYTES else None
         if windows is not None:
-            return (2,) + _convolution_row_halves(head, weight, data, shape, windows, tile)
-        return (1,) + _convolution_halves(head, weight, data, shape, tile=tile) if by_channels else None
+            return Cut(2, windows[0], by_rows(windows[0], tile), lambda m: by_rows(m, tile), tile)
+        return _channels_cut(head, weight, data, shape, tile=tile) if by_channels else None
     windows = _row_windows(head, weight, data, shape)
     if by_channels and (windows is None or _cut_reads(head, weight, data, windows) == "channels"):
-        return (1,) + _convolution_halves(head, weight, data, shape)
+        return _channels_cut(head, weight, data, shape)
     if windows is not None:
-        return (2,) + _convolution_row_halves(head, weight, data, shape, windows)
+        return Cut(2, windows[0], by_rows(windows[0]), by_rows)
     return None
 
 
-def pooled_convolution_cut(plan, op, shape: tuple):
-    """(axis, where the halves meet, (first half's kernel, second's)) of a convolution with its max
-    pool inside (`Convolution.bind_pooled`; `shape`: the pool's output), each half's kernel bound
-    with the pool: a 2-D one along its pooled rows where each half reads less so (`_cut_reads`;
-    each half's rows of the convolution whole windows of the pool), else along its output
-    channels (`_convolution_halves`); None where a half cannot be bound so (or the layer has fewer
-    than two output channels).  The CRNN's stem (3 -> 64 channels at 32 x 256, its pool 2 x 2) along
-    its rows: the network 0.96-0.99 of its time (three runs, alternating in one process with the
-    stem along its channels, each half then making all of its positions' columns)."""
+def pooled_convolution_cut(plan, op, shape: tuple) -> Cut | None:
+    """The cut of a convolution with its max pool inside (`Convolution.bind_pooled`; `shape`: the
+    pool's output), each half's kernel bound with the pool: a 2-D one along its pooled rows where
+    each half reads less so (`_cut_reads`; each half's rows of the convolution whole windows of the
+    pool), else along its output channels (`_convolution_halves`); None where a half cannot be
+    bound so (or the layer has fewer than two output channels).  The CRNN's stem (3 -> 64 channels
+    at 32 x 256, its pool 2 x 2) along its rows: the network 0.96-0.99 of its time (three runs,
+    alternating in one process with the stem along its channels, each half then making all of
+    its positions' columns)."""
     head = op.head_step
     found = _filter_and_data(plan, head)
     if found is None or head.node.layer.op_type != "Convolution" or found[0].shape[0] < 2:
@@ -69,15 +84,33 @@ def pooled_convolution_cut(plan, op, shape: tuple):
     pool = tuple(op.nodes[-1].op.kernel)
     convolved = plan.step_info(head).outputs[0]
     if len(pool) == 2 and len(shape) == 4 and shape[2] >= 2 and convolved is not None and convolved.shape:
-        middle = shape[2] // 2          # (of the pooled rows; the convolution's rows `pool[0]` times as many)
-        windows = _row_windows(head, weight, data, tuple(convolved.shape), middle=middle * pool[0])
-        if windows is not None and _cut_reads(head, weight, data, windows) == "rows":
-            halves = _convolution_row_halves(head, weight, data, tuple(convolved.shape), windows,
+        convolved_shape = tuple(convolved.shape)
+
+        def by_rows(middle: int):       # (of the pooled rows; the convolution's rows `pool[0]` times as many)
+            windows = _row_windows(head, weight, data, convolved_shape, middle=middle * pool[0])
+            if windows is None:
+                return None
+            halves = _convolution_row_halves(head, weight, data, convolved_shape, windows,
                                              bind=lambda half, info: half.bind_pooled(info, pool))
-            if halves is not None:
-                return 2, middle, halves[1]
-    halves = _convolution_halves(head, weight, data, shape, lambda info: head.op.bind_pooled(info, pool))
-    return None if halves is None else (1,) + halves
+            return None if halves is None else halves[1]
+        middle = shape[2] // 2
+        windows = _row_windows(head, weight, data, convolved_shape, middle=middle * pool[0])
+        if windows is not None and _cut_reads(head, weight, data, windows) == "rows":
+            kernels = by_rows(middle)
+            if kernels is not None:
+                return Cut(2, middle, kernels, by_rows)
+    return _channels_cut(head, weight, data, shape, lambda info: head.op.bind_pooled(info, pool))
+
+
+def _channels_cut(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None) -> Cut | None:
+    """A cut along the output channels (`_convolution_halves`), in whole groups of a grouped layer."""
+    per_unit = shape[1] // weight.shape[0] if head.node.layer.op_type == "GroupConvolution" else 1
+
+    def at(middle: int):
+        halves = _convolution_halves(head, weight, data, shape, bind, tile, middle // per_unit)
+        return None if halves is None else halves[1]
+    halves = _convolution_halves(head, weight, data, shape, bind, tile)
+    return None if halves is None else Cut(1, halves[0], halves[1], at, per_unit)
 
 
 def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
@@ -101,9 +134,11 @@ def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
     return "channels" if channels < rows else "rows"
 
 
-def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None):
+def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None,
+                        cut: int | None = None):
     """(where the output's channels are cut, (first half's kernel, second's)) for a convolution by
-    a constant filter of two or more output channels (groups): each half of the filter's output
+    a constant filter of two or more output channels (groups), at `cut` of them where given, else
+    in the middle: each half of the filter's output
     channels (of its groups, for a grouped one, with those groups' input channels) gets a kernel
     bound to it as the layer's own would be (Winograd's transformed filter, by the whole layer's
     `tile` where given; im2col's laid-out one), or by `bind(info)` where given (None where that
@@ -115,7 +150,9 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
     units = weight.shape[0]                 # output channels, or groups
     per_unit = shape[1] // units if grouped else 1
     inputs_per_unit = data.shape[1] // units if grouped else data.shape[1]
-    cut = units // 2
+    cut = units // 2 if cut is None else cut
+    if not 0 < cut < units:
+        return None
     kernels = []
     for start, stop in ((0, cut), (cut, units)):
         w = weight[start:stop]

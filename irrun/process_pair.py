@@ -26,6 +26,14 @@ which costs no time: the other would wait anyway.
 Each half's arithmetic is a whole step's on fewer rows or columns: the results are the
 one-process results up to a GEMM's rounding.
 
+The halves are halves only to start with.  Each process times its own halves, run by run; the
+parent moves every split step's cut (`SHARES`: from 35% to 65% of its rows, columns or channels
+in the parent, to the nearest place the step can be cut) towards the share at which each process
+takes as long as the other (`Pair._balance`), since the two vCPUs of the VM the benchmarks run on
+take turns at being up to 1.5x slower than the other for seconds at a time.  Where the cut of a
+GEMM moves, its rounding may move with it: a paired run's last bits can differ from those of the
+run before (`IRRUN_PROCESSES=1` keeps every run's bits those of the first).
+
 * The worker is forked once the plan has run `PAIR_AFTER_RUNS` times in one process (a single
   `irrun infer` never forks), with BLAS on one thread; the parent holds BLAS to one thread while
   a paired run goes (a worker spinning beside OpenBLAS's own threads made BERT 2-2.6x slower).
@@ -77,6 +85,7 @@ import threading
 import warnings
 import weakref
 from math import prod
+from time import perf_counter
 from typing import Callable
 
 import numpy as np
@@ -87,13 +96,25 @@ from .fast_loop import straight_line
 from .split_steps import Split, splits_of
 
 PAIR_AFTER_RUNS = 3
+# The parent's share of each split step at each level of balance (each step cut at the nearest
+# place it can be: a Winograd layer at a boundary of its tiles, a grouped one between groups, a
+# recurrent sequence's directions only in the middle).  A pair starts in the middle and moves run
+# by run to the level at which each process takes as long over its halves as the other
+# (`Pair._balance`): the two vCPUs of the VM the benchmarks run on take turns at being 15-25%
+# slower for seconds at a time, and halves of one size had the faster process wait for the other
+# (the detector's parent 7.4 ms of a 33 ms run, HISTORY, stop 57).
+SHARES = (0.35, 0.38, 0.41, 0.44, 0.47, 0.5, 0.53, 0.56, 0.59, 0.62, 0.65)
+EVEN = SHARES.index(0.5)
+BALANCE_RATE = 0.3          # of the gap between the estimate and a run's measure, taken each run
+BALANCE_AFTER_RUNS = 2      # paired runs not counted
 SPIN_AFTER_RUN_S = 0.005
 ARENA_MOST_BYTES = 256 << 20
 _ALIGN = 4096
 
 # the control block: int64 words, each process's progress on a cache line of its own
-_RUN, _PARKED, _STOP, _ABORT, _FAILED, _SLEEP = 0, 1, 2, 3, 4, 5
+_RUN, _PARKED, _STOP, _ABORT, _FAILED, _SLEEP, _LEVEL = 0, 1, 2, 3, 4, 5, 6
 _PROGRESS = (8, 16)          # split steps done: the parent's, the worker's
+_WORKER_BUSY, _WORKER_BUSY_RUN = 17, 18     # (the worker's time in its halves, in ns, and the run's number)
 _CONTROL_WORDS = 32
 _POLL = 0x3FFF               # spins between checks for a dead or parked peer
 
@@ -162,34 +183,63 @@ class Pair:
         self.lock = threading.Lock()
         self.initial = plan._initial
         self.result_slots = list(plan._program_results)
-        # the two programs: the parent's whole, the worker's up to its last split step and only
-        # the steps its split steps need
-        parent_program, worker_program = list(plan._program), list(plan._program)
-        for j, split in enumerate(splits):
-            out = _arena_view(self.arena, split)
-            final = out.reshape(split.final_shape)
-            if not np.may_share_memory(final, buffer):
-                raise ValueError("a split step's output is no view of its buffer")
-            halves = _halves(split, out)
-            entry = plan._program[split.position]
-            result = final if split.outputs == 1 else (final,) + (None,) * (split.outputs - 1)
-            parent_program[split.position] = (self._kernel(j, halves, result, 0),) + entry[1:]
-            worker_program[split.position] = (self._kernel(j, halves, result, 1),) + entry[1:]
-        for k, step in enumerate(steps):
-            if step.consumable and k not in {s.position for s in splits}:
-                # both processes run it: it must not write over a buffer the other one reads
-                kernel = _rebound_without_consuming(plan, step)
-                parent_program[k] = (kernel,) + parent_program[k][1:]
-                worker_program[k] = (kernel,) + worker_program[k][1:]
-        inputs = [step.inputs for step in steps]
-        needed = _needed_by(steps, splits)
-        self.parent_run = straight_line(parent_program, inputs, plan._failed_at)
-        self.worker_run = straight_line([worker_program[k] for k in needed], [inputs[k] for k in needed],
-                                        _abandoned)
+        self._plan_program = list(plan._program)
+        self._program_steps = steps
+        self._failed_at = plan._failed_at
+        split_positions = {split.position for split in splits}
+        self._unconsuming = {k: _rebound_without_consuming(plan, step) for k, step in enumerate(steps)
+                             if step.consumable and k not in split_positions}
+        self.busy = [0.0]               # this process's time in its halves, this run
+        self.level = EVEN
+        self.share = SHARES[EVEN]       # the parent's share the balance aims at (`_balance`)
+        self._runs: dict[int, tuple] = {}
+        self._shares: dict[int, float] = {}
+        self._pending: dict[int, tuple] = {}
+        self._runs_at(EVEN)             # (made now: a split that cannot be laid out fails here)
         self.pid = None
         self.wake = None
         self.dead = False
         self.generation = _generation
+
+    def _runs_at(self, level: int) -> tuple:
+        """(the parent's run, the worker's run) with each split step cut at its middle for this
+        level of balance, made on first use (in each process: both make the same); a level whose
+        halves cannot be laid out runs as the middle one."""
+        runs = self._runs.get(level)
+        if runs is None:
+            try:
+                runs = self._runs[level] = self._programs(level)
+            except (MemoryError, ValueError):
+                if level == EVEN:
+                    raise
+                runs = self._runs[level] = self._runs[EVEN]
+                self._shares[level] = self._shares[EVEN]
+        return runs
+
+    def _programs(self, level: int) -> tuple:
+        splits, steps = self.splits, self._program_steps
+        parent_program, worker_program = list(self._plan_program), list(self._plan_program)
+        share = 0.0
+        for j, split in enumerate(splits):
+            out = _arena_view(self.arena, split)
+            final = out.reshape(split.final_shape)
+            if not np.may_share_memory(final, self.buffer):
+                raise ValueError("a split step's output is no view of its buffer")
+            middle, halves = _halves(split, out, SHARES[level])
+            share += split.work * middle / split.shape[split.axis]
+            entry = self._plan_program[split.position]
+            result = final if split.outputs == 1 else (final,) + (None,) * (split.outputs - 1)
+            parent_program[split.position] = (self._kernel(j, halves, result, 0),) + entry[1:]
+            worker_program[split.position] = (self._kernel(j, halves, result, 1),) + entry[1:]
+        self._shares[level] = share / sum(split.work for split in splits)
+        for k, kernel in self._unconsuming.items():
+            # both processes run it: it must not write over a buffer the other one reads
+            parent_program[k] = (kernel,) + parent_program[k][1:]
+            worker_program[k] = (kernel,) + worker_program[k][1:]
+        inputs = [step.inputs for step in steps]
+        needed = _needed_by(steps, splits)
+        return (straight_line(parent_program, inputs, self._failed_at),
+                straight_line([worker_program[k] for k in needed], [inputs[k] for k in needed], _abandoned))
 
     # ------------------------------------------------------------ kernels of split steps
     def _kernel(self, j: int, halves, final, side: int):
@@ -199,9 +249,12 @@ class Pair:
         done_mine, done_other = _PROGRESS[side], _PROGRESS[1 - side]
         count = len(self.splits)
         wait = self._wait_for_worker if side == 0 else self._wait_for_parent
+        busy, clock = self.busy, perf_counter
 
         def kernel(*args):
+            start = clock()
             mine(args)
+            busy[0] += clock() - start
             mark = self.run_number * count + j + 1
             control[done_mine] = mark
             if self.alone or (control[done_other] < mark and not wait(mark)):
@@ -286,8 +339,12 @@ class Pair:
             slots = self.initial.copy()
             for s, view in self.feed_views:
                 slots[s] = view
+            busy = self.busy
+            busy[0] = 0.0
             try:
-                self.worker_run(slots)
+                self._runs_at(int(control[_LEVEL]))[1](slots)
+                control[_WORKER_BUSY] = int(busy[0] * 1e9)
+                control[_WORKER_BUSY_RUN] = seen
             except _Abandon:
                 pass
             except Exception:                           # noqa: BLE001 - the parent does this half
@@ -326,20 +383,26 @@ class Pair:
                 return False
             for s, view in self.feed_views:
                 np.copyto(view, slots[s])
+            level = self.level
+            parent_run = self._runs_at(level)[0]
             self.run_number += 1
             self.alone = False
             control = self.control
             control[_SLEEP] = 0
+            control[_LEVEL] = level
             control[_RUN] = self.run_number
             if control[_PARKED]:
                 self._wake()
+            self.busy[0] = 0.0
             try:
                 # (no parts on irrun's pool either: its threads would take the core the worker has)
                 with threads.parts_off(), threads.single_threaded_blas():
-                    self.parent_run(slots)
+                    parent_run(slots)
             except BaseException:
                 control[_ABORT] = self.run_number
                 raise
+            if not self.alone:
+                self._balance(level)
             # A result lying in the arena is copied out while the lock is held: the next paired
             # run, which another thread sharing the model may start as soon as it is released,
             # writes the arena again (four threads sharing a strided convolution got one another's
@@ -352,6 +415,31 @@ class Pair:
             return True
         finally:
             self.lock.release()
+
+    def _balance(self, level: int) -> None:
+        """Move the level of balance for the next runs towards the share of the work that has each
+        process as long over its halves as the other: from each process's time in its halves at
+        its share, the two processes' speeds (the worker's reported once its run is done, so at
+        most a run late; a pair's first runs, slowed by first touches of memory, not counted), their
+        estimate smoothed over runs."""
+        pending = self._pending
+        if self.run_number > BALANCE_AFTER_RUNS:
+            pending[self.run_number] = (self.busy[0], self._shares[level])
+        reported = int(self.control[_WORKER_BUSY_RUN])
+        found = pending.pop(reported, None)
+        for run in [run for run in pending if run < reported or run < self.run_number - 2]:
+            del pending[run]
+        if found is None:
+            return
+        parent_busy, share = found
+        worker_busy = int(self.control[_WORKER_BUSY]) * 1e-9
+        if parent_busy <= 0.0 or worker_busy <= 0.0 or not 0.0 < share < 1.0:
+            return
+        parent_speed, worker_speed = share / parent_busy, (1.0 - share) / worker_busy
+        balanced = min(max(parent_speed / (parent_speed + worker_speed), SHARES[0]), SHARES[-1])
+        self.share += BALANCE_RATE * (balanced - self.share)
+        shares = self._shares
+        self.level = min(range(len(SHARES)), key=lambda k: abs(shares.get(k, SHARES[k]) - self.share))
 
     def sleep(self) -> None:
         """Have the worker sleep now rather than spin out its SPIN_AFTER_RUN_S: a run in one
@@ -433,14 +521,21 @@ def _arena_view(arena, split: Split) -> np.ndarray:
     return np.ndarray((columns, split.nbytes // 4 // columns), np.float32, arena, split.offset).T.reshape(split.shape)
 
 
-def _halves(split: Split, out: np.ndarray) -> tuple[Callable, Callable]:
-    """(first half, second half): each computes its rows of the split step into `out`."""
+def _halves(split: Split, out: np.ndarray, share: float = 0.5) -> tuple[int, tuple[Callable, Callable]]:
+    """(the middle, (first half, second half)): each computes its rows of the split step into
+    `out`, the first `share` of them (to the nearest multiple of the split's granule; in the middle
+    where the split cannot be cut there), or in its middle for a share of one half."""
     n = split.shape[split.axis]
-    middle = n // 2 if split.middle is None else split.middle
+    middle, computes = n // 2 if split.middle is None else split.middle, split.computes
+    if share != 0.5:
+        granule = split.granule
+        found = split.halves_at(round(share * n / granule) * granule)
+        if found is not None:
+            middle, computes = found
     sliced = sorted(split.sliced.items())
 
     def half(start: int, stop: int) -> Callable:
-        compute = split.computes[start > 0] if split.computes else split.compute
+        compute = computes[start > 0] if computes else split.compute
         cut = (slice(None),) * split.axis + (slice(start, stop),)
         destination = out[cut]
         if split.by_columns and not np.may_share_memory(destination.reshape(-1, destination.shape[-1]), out):
@@ -453,7 +548,7 @@ def _halves(split: Split, out: np.ndarray) -> tuple[Callable, Callable]:
                 args[i] = args[i][c]
             compute(args, destination)
         return run
-    return half(0, middle), half(middle, n)
+    return middle, (half(0, middle), half(middle, n))
 
 
 def _rebound_without_consuming(plan, step):

@@ -68,6 +68,26 @@ class Split:
     # filter, each with a kernel bound to it); `compute` is then unused
     computes: tuple | None = None
     outputs: int = 1                # the step's outputs: the first is the split one, the others unread
+    # (compute of the first half, of the second) cut at another middle, a multiple of `granule`
+    # (None where it cannot be cut there), for a split whose `computes` are bound to their middle;
+    # a split by `compute` is cut anywhere, one by `computes` and no `computes_at` only at `middle`
+    computes_at: Callable[[int], tuple | None] | None = None
+    granule: int = 1
+    work: int = 1                   # its multiply-adds, else its output's elements: its weight in a run
+
+    def halves_at(self, middle: int) -> tuple | None:
+        """(the middle, computes or None) of this split cut at `middle`, None where it cannot be."""
+        n = self.shape[self.axis]
+        if middle == self.middle or (self.middle is None and middle == n // 2):
+            return middle, self.computes
+        if not 0 < middle < n or middle % self.granule:
+            return None
+        if self.computes is None:
+            return middle, None
+        if self.computes_at is None:
+            return None
+        computes = self.computes_at(middle)
+        return None if computes is None else (middle, computes)
 
 
 def _rows_axis(shape: tuple, among: list[int] | None = None) -> int | None:
@@ -197,14 +217,15 @@ def _split_step(plan, k: int, step) -> Split | None:
     if kind in CONVOLUTIONS:
         if _step_macs(plan, step) < MIN_SPLIT_MACS:
             return None
-        found = convolution_cut(plan, step, shape)
-        if found is None:
+        cut = convolution_cut(plan, step, shape)
+        if cut is None:
             return None
-        axis, middle, kernels = found
         copyto = np.copyto
-        computes = tuple((lambda args, out, _kernel=kernel: copyto(out, _kernel(args))) for kernel in kernels)
-        return Split(k, shape, shape, axis, {}, None, middle=middle, computes=computes,
-                     channels_last=getattr(op, "channels_last_output", False))
+
+        def computing(kernel):
+            return lambda args, out: copyto(out, kernel(args))
+        return _convolution_split(k, shape, shape, {}, cut, computing,
+                                  channels_last=getattr(op, "channels_last_output", False))
     if kind == "MatMul" and len(step.inputs) == 2:
         depth = shapes[0][-2 if op.attrs.transpose_a else -1]
         if prod(shape) * depth < MIN_SPLIT_MACS:
@@ -505,11 +526,10 @@ def _split_pooled_convolution(plan, k: int, step, op, shapes: list, shape: tuple
     if len(shape) < 3 or _step_macs(plan, step) < MIN_SPLIT_MACS \
             or any(s.kind not in ("unary", "binary", "none") for s in op.stages):
         return None
-    found = pooled_convolution_cut(plan, op, shape)
-    if found is None:
+    cut = pooled_convolution_cut(plan, op, shape)
+    if cut is None:
         return None
-    axis, middle, kernels = found
-    sliced = _sides_sliced(op.stages, shapes, shape, axis)
+    sliced = _sides_sliced(op.stages, shapes, shape, cut.axis)
     if sliced is None:
         return None
     operands = op._operands()
@@ -519,8 +539,7 @@ def _split_pooled_convolution(plan, k: int, step, op, shapes: list, shape: tuple
         def compute(args, out):
             chain(kernel(args), *[args[p] for p in sides], out)
         return compute
-    return Split(k, shape, shape, axis, sliced, None, middle=middle,
-                 computes=tuple(computing(kernel) for kernel in kernels))
+    return _convolution_split(k, shape, shape, sliced, cut, computing)
 
 
 def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, shape, final_shape,
@@ -529,11 +548,10 @@ def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, s
     from .optimize import FusedChain
     if type(op) is not FusedChain or _step_macs(plan, step) < MIN_SPLIT_MACS:
         return None
-    found = convolution_cut(plan, op.head_step, shape)
-    if found is None:
+    cut = convolution_cut(plan, op.head_step, shape)
+    if cut is None:
         return None
-    axis, middle, kernels = found
-    sliced = _sides_sliced(stages, shapes, shape, axis)
+    sliced = _sides_sliced(stages, shapes, shape, cut.axis)
     if sliced is None:
         return None
     chain = make_chain(stages, operands, False, op._fail) if stages else None
@@ -554,8 +572,19 @@ def _split_convolution_chain(plan, k: int, step, op, stages, operands, shapes, s
                 _chained_then_copied(in_place, y, [args[p] for p in sides], out)
         return compute
     channels_last = final_shape == shape and getattr(op.head_step.op, "channels_last_output", False)
-    return Split(k, shape, final_shape, axis, sliced, None, middle=middle, channels_last=channels_last,
-                 computes=tuple(computing(kernel) for kernel in kernels))
+    return _convolution_split(k, shape, final_shape, sliced, cut, computing, channels_last=channels_last)
+
+
+def _convolution_split(k: int, shape: tuple, final_shape: tuple, sliced: dict, cut, computing: Callable,
+                       channels_last: bool = False) -> Split:
+    """The split of a convolution step cut so (`convolution_halves.Cut`), each half's kernel made a
+    compute by `computing(kernel)`, at its middle or another."""
+    def computes_at(middle: int) -> tuple | None:
+        kernels = cut.kernels_at(middle)
+        return None if kernels is None else tuple(computing(kernel) for kernel in kernels)
+    return Split(k, shape, final_shape, cut.axis, sliced, None, middle=cut.middle, channels_last=channels_last,
+                 computes=tuple(computing(kernel) for kernel in cut.kernels), computes_at=computes_at,
+                 granule=cut.granule)
 
 
 def _by_columns(weight: np.ndarray, transpose_b: bool, rows: int) -> bool:
@@ -660,6 +689,8 @@ def splits_of(plan) -> list[Split] | None:
     splits = _reading_their_own_rows(steps, [s for s in (_split_step(plan, k, step) for k, step in enumerate(steps))
                                              if s is not None])
     total = sum(plan._layer_macs.values())
+    for s in splits:
+        s.work = max(_step_macs(plan, steps[s.position]), prod(s.shape), 1)
     split_macs = sum(_step_macs(plan, steps[s.position]) for s in splits)
     if not splits or total <= 0 or split_macs < MIN_SPLIT_SHARE * total:
         return None

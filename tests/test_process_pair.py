@@ -549,14 +549,14 @@ def test_a_worker_failing_on_its_half_has_the_parent_do_it(tmp_path, paired, mon
     parent = os.getpid()
     made = process_pair._halves
 
-    def halves(split, out):
-        first, second = made(split, out)
+    def halves(split, out, share=0.5):
+        middle, (first, second) = made(split, out, share)
 
         def failing_in_worker(args):
             if os.getpid() != parent:
                 raise RuntimeError("worker fails")
             second(args)
-        return first, failing_in_worker
+        return middle, (first, failing_in_worker)
     monkeypatch.setattr(process_pair, "_halves", halves)
     xml, feeds = _build("bert", tmp_path)
     expected = run_openvino(xml, list(feeds.values()))
@@ -569,6 +569,72 @@ def test_a_worker_failing_on_its_half_has_the_parent_do_it(tmp_path, paired, mon
             assert_close(value, e)
 
 
+def _at_level(pair, level: int) -> None:
+    pair.level, pair.share = level, process_pair.SHARES[level]
+
+
+@pytest.mark.parametrize("name", ["bert", "yolo", "crnn"])
+def test_every_level_of_balance_cuts_where_the_steps_can_be_cut_and_matches_openvino(name, tmp_path, paired,
+                                                                                    monkeypatch):
+    """At every level each split step is cut at its share of the rows or columns, to its granule (a
+    Winograd layer's tiles, a grouped layer's groups; a recurrent sequence's directions only in the
+    middle), and the values are OpenVINO's: the GEMMs' rounding may move with the cut, nothing else."""
+    monkeypatch.setattr(process_pair, "BALANCE_RATE", 0.0)
+    xml, feeds = _build(name, tmp_path)
+    expected = run_openvino(xml, list(feeds.values()))
+    m = irrun.load(xml)
+    m.infer(feeds)
+    pair = _pair(m)
+    assert pair
+    levels = range(len(process_pair.SHARES))
+    moved = 0
+    for split in pair.splits:
+        n = split.shape[split.axis]
+        middles = [process_pair._halves(split, process_pair._arena_view(pair.arena, split), share)[0]
+                   for share in process_pair.SHARES]
+        assert middles == sorted(middles) and all(0 < c < n and c % split.granule == 0 for c in middles)
+        assert middles[process_pair.EVEN] == (n // 2 if split.middle is None else split.middle)
+        if split.computes and split.computes_at is None:
+            assert len(set(middles)) == 1       # (a recurrent sequence's directions)
+        moved += middles[0] < middles[-1]
+    assert moved >= len(pair.splits) // 2
+    for level in levels:
+        _at_level(pair, level)
+        got = m.infer(feeds)
+        assert pair.control[process_pair._LEVEL] == level and _both_halves_ran(pair)
+        for (key, value), e in zip(got.items(), expected):
+            assert_close(value, e, what=f"{name} {key} at level {level}")
+    shares = [pair._shares[level] for level in levels]
+    assert shares == sorted(shares) and shares[0] < 0.45 and shares[-1] > 0.55
+
+
+def test_the_balance_gives_the_slower_process_less(tmp_path, paired, monkeypatch):
+    """A worker taking twice as long over its halves: the pair moves to the levels where the parent
+    takes more than half, and the values stay OpenVINO's."""
+    parent = os.getpid()
+    made = process_pair._halves
+
+    def halves(split, out, share=0.5):
+        middle, (first, second) = made(split, out, share)
+
+        def slow_in_worker(args):
+            start = time.perf_counter()
+            second(args)
+            if os.getpid() != parent:
+                time.sleep(time.perf_counter() - start)
+        return middle, (first, slow_in_worker)
+    monkeypatch.setattr(process_pair, "_halves", halves)
+    xml, feeds = _build("yolo", tmp_path)
+    expected = run_openvino(xml, list(feeds.values()))
+    m = irrun.load(xml)
+    for _ in range(20):
+        got = m.infer(feeds)
+    pair = _pair(m)
+    assert pair.share > 0.58 and pair.level > process_pair.EVEN + 2
+    for (key, value), e in zip(got.items(), expected):
+        assert_close(value, e, what=key)
+
+
 def pair_failed(m) -> bool:
     pair = _pair(m)
     return pair.control[process_pair._FAILED] == pair.run_number
@@ -578,15 +644,16 @@ def test_a_failing_parent_names_the_layer_and_the_worker_drops_the_run(tmp_path,
     failing = [False]
     made = process_pair._halves
 
-    def halves(split, out):
-        first, second = made(split, out)
+    def halves(split, out, share=0.5):
+        middle, (first, second) = made(split, out, share)
 
         def sometimes_failing(args):
             if failing[0]:
                 raise ValueError("parent fails")
             first(args)
-        return sometimes_failing, second
+        return middle, (sometimes_failing, second)
     monkeypatch.setattr(process_pair, "_halves", halves)
+    monkeypatch.setattr(process_pair, "BALANCE_RATE", 0.0)     # (the cuts kept: the same bits each run)
     xml, feeds = _build("bert", tmp_path)
     m = irrun.load(xml)
     expected = m.infer(feeds)
