@@ -583,8 +583,8 @@ def _convolution_split(k: int, shape: tuple, final_shape: tuple, sliced: dict, c
         kernels = cut.kernels_at(middle)
         return None if kernels is None else tuple(computing(kernel) for kernel in kernels)
     return Split(k, shape, final_shape, cut.axis, sliced, None, middle=cut.middle, channels_last=channels_last,
-                 computes=tuple(computing(kernel) for kernel in cut.kernels), computes_at=computes_at,
-                 granule=cut.granule)
+                 computes=tuple(computing(kernel) for kernel in cut.kernels),
+                 computes_at=computes_at if cut.kernels_at is not None else None, granule=cut.granule)
 
 
 def _by_columns(weight: np.ndarray, transpose_b: bool, rows: int) -> bool:

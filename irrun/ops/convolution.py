@@ -550,6 +550,20 @@ class _ConvolutionFamily(Op):
         shape = tuple(value.shape) if self.grouped else (1, *value.shape)
         return shape if shape[2] * shape[0] == data.shape[1] else None
 
+    def filter_layouts(self) -> dict:
+        """Layouts of this layer's constant filter that depend on the filter alone, made once:
+        shared with the copies of the op that bind a paired run's halves of the layer's rows
+        (irrun/convolution_halves.py), at every place the rows are cut."""
+        return self.__dict__.setdefault("_filter_layouts", {})
+
+    def _laid_out_once(self, source, kind: str, make):
+        """make(): a layout of the filter `source` of this kind, made once per filter."""
+        layouts = self.filter_layouts()
+        found = layouts.get((kind, id(source)))
+        if found is None or found[0] is not source:
+            found = layouts[kind, id(source)] = (source, make())
+        return found[1]
+
     def _constant_filter(self, step) -> np.ndarray | None:
         """The filter as [G, Og, Cg, K...] where a kernel can be bound to it (`_filter_shape`)."""
         if self._filter_shape(step) is None:
@@ -587,10 +601,12 @@ class _ConvolutionFamily(Op):
         whole, counts = window_layout(data.shape[2:], weights.shape[3:], geo)
         if min(counts, default=1) <= 0:
             return None
+        source = step.inputs[1].value
         if pointwise_unpadded(weights.shape, geo, whole, data.shape[2:]) and not depthwise_pays(weights.shape):
             og, cg = weights.shape[1:3]
             if self.channels_last_output:
-                w_t = np.ascontiguousarray(weights[0].reshape(og, cg).T)
+                w_t = self._laid_out_once(source, "transposed",
+                                          lambda: np.ascontiguousarray(weights[0].reshape(og, cg).T))
                 return lambda x, w: _pointwise_channels_last(x, w_t)
             # the GEMM alone: a squeeze-excite layer's 1x1 on one position took 20-40 us, half of
             # it `_direct`'s choice of kernel and the padding check (EfficientNet has 32); the
@@ -598,7 +614,10 @@ class _ConvolutionFamily(Op):
             shape, columns = (data.shape[0], og, *counts), (data.shape[0], 1, cg, -1)
             filters, matmul = weights.reshape(1, og, cg), threads.matmul
             return lambda x, w: matmul(filters, x.reshape(columns)).reshape(shape)
-        laid_out, alone = laid_out_filter(weights, geo, whole, counts)
+        if _shape_kernel(weights.shape, geo, whole, counts) == "row taps":
+            laid_out, alone = self._laid_out_once(source, "row taps", lambda: _stacked_row_filter(weights)), True
+        else:
+            laid_out, alone = laid_out_filter(weights, geo, whole, counts)
         if alone and step.release is not None:
             # the kernel reads its laid-out copy alone: the filter's mapped pages go, as Winograd's do
             step.release(step.inputs[1].value)
