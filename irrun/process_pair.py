@@ -202,19 +202,24 @@ class Pair:
         self.generation = _generation
 
     def _runs_at(self, level: int) -> tuple:
-        """(the parent's run, the worker's run) with each split step cut at its middle for this
-        level of balance, made on first use (in each process: both make the same); a level whose
-        halves cannot be laid out runs as the middle one."""
+        """(the parent's run, the worker's run) with each split step cut at its place for this
+        level of balance, made on first use in each process (both make the same).  The worker's
+        failing to make them fails its run (the parent then does its halves, as cut at the level)."""
         runs = self._runs.get(level)
         if runs is None:
-            try:
-                runs = self._runs[level] = self._programs(level)
-            except (MemoryError, ValueError):
-                if level == EVEN:
-                    raise
-                runs = self._runs[level] = self._runs[EVEN]
-                self._shares[level] = self._shares[EVEN]
+            runs = self._runs[level] = self._programs(level)
         return runs
+
+    def _usable_level(self, level: int) -> int:
+        """(The parent) `level`, its programs made, or the middle one where its halves cannot be laid
+        out (the level then never taken again)."""
+        if level not in self._runs:
+            try:
+                self._runs_at(level)
+            except (MemoryError, ValueError):
+                self._shares[level] = -1.0          # (never the nearest to a share)
+                return EVEN
+        return level
 
     def _programs(self, level: int) -> tuple:
         splits, steps = self.splits, self._program_steps
@@ -383,8 +388,8 @@ class Pair:
                 return False
             for s, view in self.feed_views:
                 np.copyto(view, slots[s])
-            level = self.level
-            parent_run = self._runs_at(level)[0]
+            level = self.level = self._usable_level(self.level)
+            parent_run = self._runs[level][0]
             self.run_number += 1
             self.alone = False
             control = self.control
@@ -403,6 +408,9 @@ class Pair:
                 raise
             if not self.alone:
                 self._balance(level)
+            elif level != EVEN:
+                # (the worker failed, perhaps at making this level's halves: not taken again)
+                self._shares[level], self.level = -1.0, EVEN
             # A result lying in the arena is copied out while the lock is held: the next paired
             # run, which another thread sharing the model may start as soon as it is released,
             # writes the arena again (four threads sharing a strided convolution got one another's

@@ -630,6 +630,37 @@ def test_the_levels_of_balance_hold_no_copy_of_the_filters(name, tmp_path, paire
     assert held < 0.05 * filters, (held, filters)
 
 
+def test_a_level_whose_halves_cannot_be_made_is_not_taken(tmp_path, paired, monkeypatch):
+    """Halves that cannot be laid out at a level: in the parent, the pair stays in the middle and
+    never takes that level; in the worker alone, the parent does the worker's halves as cut at the
+    level.  Either way the values are OpenVINO's."""
+    parent = os.getpid()
+    made = process_pair._halves
+
+    def halves(split, out, share=0.5):
+        if share < 0.5 or (share > 0.5 and os.getpid() != parent):
+            raise ValueError("no halves here")
+        return made(split, out, share)
+    monkeypatch.setattr(process_pair, "_halves", halves)
+    monkeypatch.setattr(process_pair, "BALANCE_RATE", 0.0)
+    xml, feeds = _build("yolo", tmp_path)
+    expected = run_openvino(xml, list(feeds.values()))
+    m = irrun.load(xml)
+    m.infer(feeds)
+    pair = _pair(m)
+    for level, ran in ((0, process_pair.EVEN), (len(process_pair.SHARES) - 1, len(process_pair.SHARES) - 1)):
+        _at_level(pair, level)
+        got = m.infer(feeds)
+        assert pair.control[process_pair._LEVEL] == ran
+        assert pair_failed(m) == (ran != process_pair.EVEN)
+        for (key, value), e in zip(got.items(), expected):
+            assert_close(value, e, what=f"{key} at level {level}")
+    assert pair._shares[0] < 0 and pair._shares[len(process_pair.SHARES) - 1] < 0
+    assert pair.level == process_pair.EVEN
+    m.infer(feeds)
+    assert not pair_failed(m) and _both_halves_ran(pair)
+
+
 def test_the_balance_gives_the_slower_process_less(tmp_path, paired, monkeypatch):
     """A worker taking twice as long over its halves: the pair moves to the levels where the parent
     takes more than half, and the values stay OpenVINO's."""
