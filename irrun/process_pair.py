@@ -211,12 +211,12 @@ class Pair:
         return runs
 
     def _usable_level(self, level: int) -> int:
-        """(The parent) `level`, its programs made, or the middle one where its halves cannot be laid
-        out (the level then never taken again)."""
+        """(The parent) `level`, its programs made, or the middle one where its halves cannot be made
+        (the level then never taken again: a level is a speed-up, never a reason for a run to fail)."""
         if level not in self._runs:
             try:
                 self._runs_at(level)
-            except (MemoryError, ValueError):
+            except Exception:                           # noqa: BLE001 - the middle level runs instead
                 self._shares[level] = -1.0          # (never the nearest to a share)
                 return EVEN
         return level
