@@ -105,17 +105,20 @@ def pooled_convolution_cut(plan, op, shape: tuple) -> Cut | None:
 
 def _channels_cut(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None) -> Cut | None:
     """A cut along the output channels (`_convolution_halves`), in whole groups of a grouped layer:
-    only in the middle but for a Winograd layer's, whose halves read views of the whole layer's
-    transformed filter (the other kernels lay out their half of the filter, and halves cut at each
-    place the balance may take would hold the filter again each: EfficientNet-B0 9 MiB more a
-    place, in each process)."""
+    only in the middle where the halves' kernels hold a layout of their half of the filter (`held`:
+    pointwise channels-last, depthwise, spectral ones), whose halves cut at each place the balance
+    may take would hold the filter again each (EfficientNet-B0 9 MiB more a place, in each
+    process); a Winograd layer's halves read views of the whole layer's transformed filter."""
     per_unit = shape[1] // weight.shape[0] if head.node.layer.op_type == "GroupConvolution" else 1
 
     def at(middle: int):
         halves = _convolution_halves(head, weight, data, shape, bind, tile, middle // per_unit)
         return None if halves is None else halves[1]
     halves = _convolution_halves(head, weight, data, shape, bind, tile)
-    return None if halves is None else Cut(1, halves[0], halves[1], at if tile is not None else None, per_unit)
+    if halves is None:
+        return None
+    middle, kernels, held = halves
+    return Cut(1, middle, kernels, at if tile is not None or not held else None, per_unit)
 
 
 def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
@@ -141,9 +144,10 @@ def _cut_reads(head, weight: np.ndarray, data, windows) -> str:
 
 def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None,
                         cut: int | None = None):
-    """(where the output's channels are cut, (first half's kernel, second's)) for a convolution by
-    a constant filter of two or more output channels (groups), at `cut` of them where given, else
-    in the middle: each half of the filter's output
+    """(where the output's channels are cut, (first half's kernel, second's), whether they hold a
+    layout of their filter of their own) for a convolution by a constant filter of two or more
+    output channels (groups), at `cut` of them where given, else in the middle: each half of the
+    filter's output
     channels (of its groups, for a grouped one, with those groups' input channels) gets a kernel
     bound to it as the layer's own would be (Winograd's transformed filter, by the whole layer's
     `tile` where given; im2col's laid-out one), or by `bind(info)` where given (None where that
@@ -158,7 +162,7 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
     cut = units // 2 if cut is None else cut
     if not 0 < cut < units:
         return None
-    kernels = []
+    kernels, held = [], False
     for start, stop in ((0, cut), (cut, units)):
         w = weight[start:stop]
         x_shape = list(data.shape)
@@ -169,13 +173,15 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
         info = StepInfo([TensorType(tuple(x_shape), data.etype), TensorType(w.shape, data.etype, w)],
                         [TensorType(tuple(out_shape), data.etype)], frozenset(), (True,), None)
         # (a Winograd layer's half computes by a view of the whole layer's transformed filter)
-        op = head.op if tile is None else with_attrs(head.op, {}, tile, None if grouped else (start, stop))
+        op = with_attrs(head.op, {}, tile, None if tile is None or grouped else (start, stop))
+        op.held_layout = False
         bound = (op.bind(info) or op.run) if bind is None else bind(info)
         if bound is None:
             return None
+        held = held or op.held_layout
         kernels.append(_convolution_kernel(bound, w, (start * inputs_per_unit, stop * inputs_per_unit)
                                            if grouped else None))
-    return cut * per_unit, tuple(kernels)
+    return cut * per_unit, tuple(kernels), held
 
 
 def _row_windows(head, weight: np.ndarray, data, shape: tuple, tile: int | None = None,

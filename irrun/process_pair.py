@@ -28,8 +28,8 @@ one-process results up to a GEMM's rounding.
 
 The halves are halves only to start with.  Each process times its own halves, run by run; the
 parent moves every split step's cut (`SHARES`: from 35% to 65% of its rows, columns or channels
-in the parent, to the nearest place the step can be cut) towards the share at which each process
-takes as long as the other (`Pair._balance`), since the two vCPUs of the VM the benchmarks run on
+in the parent, to the nearest place the step can be cut; a step that cannot move, left out of the
+times) towards the share at which each process takes as long as the other (`Pair._balance`), since the two vCPUs of the VM the benchmarks run on
 take turns at being up to 1.5x slower than the other for seconds at a time.  Where the cut of a
 GEMM moves, its rounding may move with it: a paired run's last bits can differ from those of the
 run before (`IRRUN_PROCESSES=1` keeps every run's bits those of the first).
@@ -189,7 +189,7 @@ class Pair:
         split_positions = {split.position for split in splits}
         self._unconsuming = {k: _rebound_without_consuming(plan, step) for k, step in enumerate(steps)
                              if step.consumable and k not in split_positions}
-        self.busy = [0.0]               # this process's time in its halves, this run
+        self.busy = [0.0]               # this process's time in its halves that move, this run
         self.level = EVEN
         self.share = SHARES[EVEN]       # the parent's share the balance aims at (`_balance`)
         self._runs: dict[int, tuple] = {}
@@ -231,12 +231,14 @@ class Pair:
             if not np.may_share_memory(final, self.buffer):
                 raise ValueError("a split step's output is no view of its buffer")
             middle, halves = _halves(split, out, SHARES[level])
-            share += split.work * middle / split.shape[split.axis]
+            if split.movable:
+                share += split.work * middle / split.shape[split.axis]
             entry = self._plan_program[split.position]
             result = final if split.outputs == 1 else (final,) + (None,) * (split.outputs - 1)
             parent_program[split.position] = (self._kernel(j, halves, result, 0),) + entry[1:]
             worker_program[split.position] = (self._kernel(j, halves, result, 1),) + entry[1:]
-        self._shares[level] = share / sum(split.work for split in splits)
+        movable = sum(split.work for split in splits if split.movable)
+        self._shares[level] = share / movable if movable else 0.5
         for k, kernel in self._unconsuming.items():
             # both processes run it: it must not write over a buffer the other one reads
             parent_program[k] = (kernel,) + parent_program[k][1:]
@@ -255,11 +257,16 @@ class Pair:
         count = len(self.splits)
         wait = self._wait_for_worker if side == 0 else self._wait_for_parent
         busy, clock = self.busy, perf_counter
+        if not self.splits[j].movable:
+            timed = mine                # (its time is no measure of the balance: it cannot move)
+        else:
+            def timed(args):
+                start = clock()
+                mine(args)
+                busy[0] += clock() - start
 
         def kernel(*args):
-            start = clock()
-            mine(args)
-            busy[0] += clock() - start
+            timed(args)
             mark = self.run_number * count + j + 1
             control[done_mine] = mark
             if self.alone or (control[done_other] < mark and not wait(mark)):

@@ -75,6 +75,11 @@ class Split:
     granule: int = 1
     work: int = 1                   # its multiply-adds, else its output's elements: its weight in a run
 
+    @property
+    def movable(self) -> bool:
+        """Whether it can be cut elsewhere than at `middle`."""
+        return self.computes is None or self.computes_at is not None
+
     def halves_at(self, middle: int) -> tuple | None:
         """(the middle, computes or None) of this split cut at `middle`, None where it cannot be."""
         n = self.shape[self.axis]

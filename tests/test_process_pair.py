@@ -608,11 +608,12 @@ def test_every_level_of_balance_cuts_where_the_steps_can_be_cut_and_matches_open
     assert shares == sorted(shares) and shares[0] < shares[process_pair.EVEN] < shares[-1]
 
 
-@pytest.mark.parametrize("name", ["mobilenet", "audio", "yolo"])
+@pytest.mark.parametrize("name", ["mobilenet", "audio", "yolo", "resnet"])
 def test_the_levels_of_balance_hold_no_copy_of_the_filters(name, tmp_path, paired):
     """Each level's halves bind their own kernels; a filter's layouts are shared by every cut of its
-    rows, and cuts along the channels move only where their halves read views of the whole layer's
-    (Winograd's): before, EfficientNet-B0 held 9 MiB more a level in each process."""
+    rows, and cuts along the channels move only where their halves hold no layout of their half of
+    the filter (im2col's, or Winograd's views of the whole layer's): before, EfficientNet-B0 held 9
+    MiB more a level in each process."""
     import tracemalloc
     xml, feeds = _build(name, tmp_path)
     m = irrun.load(xml)
@@ -628,6 +629,41 @@ def test_the_levels_of_balance_hold_no_copy_of_the_filters(name, tmp_path, paire
         tracemalloc.stop()
     held = sum(stat.size for stat in arrays.statistics("filename"))
     assert held < 0.05 * filters, (held, filters)
+    steps = m._plan._program_steps
+    by_channels = {(s.movable, steps[s.position].node.layer.op_type) for s in pair.splits if s.computes and s.axis == 1}
+    # MobileNetV3's 1x1 layers writing channels-last and its depthwise ones hold layouts; the audio
+    # net's FFT layer its transforms; ResNet-18's 512-channel layers at 7 x 7 (im2col) hold none
+    assert {"mobilenet": (False, "GroupConvolution") in by_channels and (True, "GroupConvolution") not in by_channels,
+            "audio": (False, "Convolution") in by_channels,
+            "yolo": True,
+            "resnet": (True, "Convolution") in by_channels}[name], by_channels
+
+
+def test_the_balance_leaves_out_steps_that_cannot_move(tmp_path, paired, monkeypatch):
+    """A worker slow only over the CRNN's LSTM, cut between its directions whatever the level: its
+    time is no measure of the balance, and the pair stays in the middle."""
+    parent = os.getpid()
+    made = process_pair._halves
+
+    def halves(split, out, share=0.5):
+        middle, (first, second) = made(split, out, share)
+        if split.movable:
+            return middle, (first, second)
+
+        def slow_in_worker(args):
+            start = time.perf_counter()
+            second(args)
+            if os.getpid() != parent:
+                time.sleep(2 * (time.perf_counter() - start))
+        return middle, (first, slow_in_worker)
+    monkeypatch.setattr(process_pair, "_halves", halves)
+    xml, feeds = _build("crnn", tmp_path)
+    m = irrun.load(xml)
+    for _ in range(20):
+        m.infer(feeds)
+    pair = _pair(m)
+    assert any(not s.movable for s in pair.splits)
+    assert 0.45 < pair.share < 0.55, pair.share
 
 
 def test_a_level_whose_halves_cannot_be_made_is_not_taken(tmp_path, paired, monkeypatch):

@@ -525,6 +525,10 @@ class _ConvolutionFamily(Op):
     # Set at load (irrun/optimize.py) where a 1x1 convolution feeds a depthwise one that works
     # channels-last: its output is then made in that layout (the same values; a strided view)
     channels_last_output = False
+    # Set by `bind` where the kernel it binds holds a layout of the filter of its own (a transform,
+    # a transposed or stacked copy): a paired run cuts such a layer's channels only in the middle,
+    # where each place it cut them at would hold the filter again (irrun/convolution_halves.py)
+    held_layout = False
 
     def bind(self, step):
         """3x3 stride-1 float convolutions with a constant filter, where Winograd pays
@@ -558,6 +562,7 @@ class _ConvolutionFamily(Op):
 
     def _laid_out_once(self, source, kind: str, make):
         """make(): a layout of the filter `source` of this kind, made once per filter."""
+        self.held_layout = True
         layouts = self.filter_layouts()
         found = layouts.get((kind, id(source)))
         if found is None or found[0] is not source:
@@ -618,6 +623,7 @@ class _ConvolutionFamily(Op):
             laid_out, alone = self._laid_out_once(source, "row taps", lambda: _stacked_row_filter(weights)), True
         else:
             laid_out, alone = laid_out_filter(weights, geo, whole, counts)
+            self.held_layout = laid_out is not None
         if alone and step.release is not None:
             # the kernel reads its laid-out copy alone: the filter's mapped pages go, as Winograd's do
             step.release(step.inputs[1].value)
@@ -703,6 +709,7 @@ class _ConvolutionFamily(Op):
             if step.release is not None:
                 step.release(value) if isinstance(value, np.ndarray) else value.let_go()
             transformed = cached[2]
+            self.held_layout = True
 
         def whole_filter():     # (by `value`: the step's type lets go of it once it is released)
             w = self.filter_array(value)
@@ -725,6 +732,7 @@ class _ConvolutionFamily(Op):
         length = block_length(-(-weights.shape[3] // stride), counts[0])
         # (made once per layer: a plan variant that binds the layer again takes the same one)
         cached = getattr(self, "_spectra", None)
+        self.held_layout = True
         if cached is None or cached[0] is not step.inputs[1].value or cached[1] != (stride, length):
             spectral = SpectralFilter(weights[0], stride, length)
             cached = self._spectra = (step.inputs[1].value, (stride, length), spectral)
