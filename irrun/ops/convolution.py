@@ -42,8 +42,8 @@ from .common import channels_first_view, sum_of_squares
 from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
 from .fft_convolution import SpectralFilter, block_length, fft_conv, fft_pays, fft_suits
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
-from .window import (effective_kernel, forward_spatial, inside_region, resolve_pads, tap_outputs, transposed_spatial,
-                     zero_extended)
+from .window import (effective_kernel, forward_spatial, inside_region, padded_rows, resolve_pads, tap_outputs,
+                     transposed_spatial, zero_extended)
 
 
 class Geometry(NamedTuple):
@@ -141,32 +141,6 @@ def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
                             groups * cg * prod(kernel) * prod(counts))
 
 
-def _copy_region(src: np.ndarray, dst: np.ndarray, region) -> None:
-    """dst[..., i...] = src[..., lo + i...] per trailing axis for (lo, hi) in `region`, where the
-    source exists (dst holds the zeros of padding elsewhere)."""
-    s_index, d_index = [], []
-    for (lo, hi), size in zip(region, src.shape[-len(region):]):
-        a, b = max(lo, 0), min(hi, size)
-        if b <= a:
-            return
-        s_index.append(slice(a, b))
-        d_index.append(slice(a - lo, b - lo))
-    dst[(Ellipsis, *d_index)] = src[(Ellipsis, *s_index)]
-
-
-def _padded_rows(sample: np.ndarray, buffer: np.ndarray, whole, first: int, height: int, slack: int) -> np.ndarray:
-    """Rows [first, first + height) of `sample` [..., C, spatial...] padded to `whole` ((lo, hi) per
-    spatial axis), flattened per channel and followed by `slack` zeros, in `buffer`: the input of
-    `_shifted_taps`, whose shifts are then contiguous slices."""
-    lead, padded = sample.shape[:-len(whole)], [hi - lo for lo, hi in whole[1:]]
-    row = prod(padded)
-    slab = buffer[:prod(lead) * (height * row + slack)].reshape(*lead, -1)
-    slab.fill(0)
-    region = [(whole[0][0] + first, whole[0][0] + first + height)] + list(whole[1:])
-    _copy_region(sample, slab[..., :height * row].reshape(*lead, height, *padded), region)
-    return slab
-
-
 def _taps_pay(filter_shape, geo: Geometry, whole, counts) -> bool:
     """Whether `_shifted_taps` is the faster kernel: stride 1, few channels but not too few (per
     group: 4 -> 2 or 8 groups of 16 -> 16 are faster through im2col), and a padded grid at most
@@ -211,7 +185,7 @@ def _shifted_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
         for first in range(0, counts[0], rows):
             last = min(first + rows, counts[0])
             height, length = last - first + spans[0] - 1, (last - first) * row
-            slab = _padded_rows(sample, slab_buffer, whole, first, height, slack)
+            slab = padded_rows(sample, slab_buffer, whole, first, height, slack)
             total = sum_buffer[:groups * og * length].reshape(groups, og, length)
             product = product_buffer[:groups * og * length].reshape(groups, og, length)
             for k, (tap_filter, offset) in enumerate(zip(filters, offsets)):

@@ -289,6 +289,21 @@ def zero_extended(x: np.ndarray, region) -> np.ndarray:
 BORDERS_ONLY_ELEMENTS = 1 << 18     # below it, np.zeros and one copy make fewer calls
 
 
+def padded_rows(sample: np.ndarray, buffer: np.ndarray, whole, first: int, height: int, slack: int) -> np.ndarray:
+    """Rows [first, first + height) of `sample` [..., C, spatial...] padded to `whole` ((lo, hi) per
+    spatial axis), flattened per channel and followed by `slack` zeros, in `buffer`: the input of
+    the tap-by-tap convolution kernel, whose shifts are then contiguous slices."""
+    lead, padded = sample.shape[:-len(whole)], [hi - lo for lo, hi in whole[1:]]
+    row = prod(padded)
+    slab = buffer[:prod(lead) * (height * row + slack)].reshape(*lead, -1)
+    slab.fill(0)
+    region = [(whole[0][0] + first, whole[0][0] + first + height)] + list(whole[1:])
+    inside, _, target = inside_region(sample.shape[-len(region):], region)
+    if all(s.stop > s.start for s in inside):
+        slab[..., :height * row].reshape(*lead, height, *padded)[(Ellipsis, *target)] = sample[(Ellipsis, *inside)]
+    return slab
+
+
 # ---------------------------------------------------------------- convolutions' output shapes
 
 def forward_spatial(spatial, kernel, geo):
