@@ -106,9 +106,9 @@ def pooled_convolution_cut(plan, op, shape: tuple) -> Cut | None:
 def _channels_cut(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None) -> Cut | None:
     """A cut along the output channels (`_convolution_halves`), in whole groups of a grouped layer:
     only in the middle where the halves' kernels hold a layout of their half of the filter (`held`:
-    pointwise channels-last, depthwise, spectral ones), whose halves cut at each place the balance
-    may take would hold the filter again each (EfficientNet-B0 9 MiB more a place, in each
-    process); a Winograd layer's halves read views of the whole layer's transformed filter."""
+    the pointwise layers writing channels-last, the depthwise ones), whose halves cut at each place
+    the balance may take would hold the filter again each (EfficientNet-B0 9 MiB more a place, in
+    each process); a Winograd or spectral layer's halves read views of the whole layer's transforms."""
     per_unit = shape[1] // weight.shape[0] if head.node.layer.op_type == "GroupConvolution" else 1
 
     def at(middle: int):
@@ -172,8 +172,8 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
         out_shape[1] = (stop - start) * per_unit
         info = StepInfo([TensorType(tuple(x_shape), data.etype), TensorType(w.shape, data.etype, w)],
                         [TensorType(tuple(out_shape), data.etype)], frozenset(), (True,), None)
-        # (a Winograd layer's half computes by a view of the whole layer's transformed filter)
-        op = with_attrs(head.op, {}, tile, None if tile is None or grouped else (start, stop))
+        # (a Winograd or spectral layer's half computes by a view of the whole layer's transforms)
+        op = with_attrs(head.op, {}, tile, None if grouped else (start, stop))
         op.held_layout = False
         bound = (op.bind(info) or op.run) if bind is None else bind(info)
         if bound is None:
@@ -243,8 +243,8 @@ def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, window
 
 def with_attrs(op, changes: dict, tile: int | None = None, channels: tuple[int, int] | None = None):
     """A copy of `op` (its caches too) with these attributes changed, binding Winograd by `tile`
-    whatever its shapes say where given, and by the whole layer's transformed filter's output
-    `channels` (first, stop) where given: a half's own kernel."""
+    whatever its shapes say where given, and by views of the whole layer's transforms (Winograd's,
+    spectral) of its output `channels` (first, stop) where given: a half's own kernel."""
     import copy
     layouts = getattr(op, "filter_layouts", None)
     if layouts is not None:

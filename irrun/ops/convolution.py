@@ -493,8 +493,8 @@ class _ConvolutionFamily(Op):
     # (irrun/convolution_halves.py): the Winograd tile of the whole layer, which the half keeps
     # whatever tile (or none) its own shapes would take
     whole_layer_tile: int | None = None
-    # a paired run's half of a Winograd layer's output channels: (first, stop) of the whole layer's
-    # (irrun/convolution_halves.py)
+    # a paired run's half of a Winograd or spectral layer's output channels: (first, stop) of the
+    # whole layer's (irrun/convolution_halves.py)
     whole_layer_channels: tuple[int, int] | None = None
     # Set at load (irrun/optimize.py) where a 1x1 convolution feeds a depthwise one that works
     # channels-last: its output is then made in that layout (the same values; a strided view)
@@ -706,13 +706,20 @@ class _ConvolutionFamily(Op):
         length = block_length(-(-weights.shape[3] // stride), counts[0])
         # (made once per layer: a plan variant that binds the layer again takes the same one)
         cached = getattr(self, "_spectra", None)
-        self.held_layout = True
-        if cached is None or cached[0] is not step.inputs[1].value or cached[1] != (stride, length):
-            spectral = SpectralFilter(weights[0], stride, length)
-            cached = self._spectra = (step.inputs[1].value, (stride, length), spectral)
-        if step.release is not None:
-            step.release(step.inputs[1].value)
-        spectral = cached[2]
+        channels = self.whole_layer_channels
+        if channels is not None and cached is not None and cached[1] == (stride, length) \
+                and cached[2].c_out >= channels[1] and cached[2].c_in == weights.shape[2]:
+            # a paired run's half of the layer's output channels (irrun/convolution_halves.py): a
+            # view of the whole layer's transforms, which its copy of the layer's op keeps
+            spectral = cached[2].output_channels(*channels)
+        else:
+            self.held_layout = True
+            if cached is None or cached[0] is not step.inputs[1].value or cached[1] != (stride, length):
+                spectral = SpectralFilter(weights[0], stride, length)
+                cached = self._spectra = (step.inputs[1].value, (stride, length), spectral)
+            if step.release is not None:
+                step.release(step.inputs[1].value)
+            spectral = cached[2]
         return _unless_values_spread(lambda x: fft_conv(x, spectral, whole, counts), lambda x: fft_suits(x, spectral),
                                      lambda: weights, geo, whole, counts)
 

@@ -32,6 +32,8 @@ input, or values large enough for a transform to overflow, run the direct kernel
 """
 from __future__ import annotations
 
+import copy
+
 import os
 
 import numpy as np
@@ -123,6 +125,14 @@ class SpectralFilter:
     @property
     def outputs_per_block(self) -> int:
         return self.length - self.phase_taps + 1
+
+    def output_channels(self, first: int, stop: int) -> SpectralFilter:
+        """Output channels [first, stop) as a filter of their own, a view of this one's transforms
+        (a paired run's half of a layer cut along its channels: no second copy of its filter)."""
+        part = copy.copy(self)
+        part.spectra = self.spectra[:, first:stop]
+        part.c_out = stop - first
+        return part
 
 
 def fft_suits(x: np.ndarray, f: SpectralFilter) -> bool:
