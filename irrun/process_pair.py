@@ -217,11 +217,13 @@ class Pair:
             try:
                 self._runs_at(level)
             except Exception:                           # noqa: BLE001 - the middle level runs instead
-                self._shares[level] = -1.0          # (never the nearest to a share)
+                self._shares[level] = -1.0      # (never the nearest to a share)
                 return EVEN
         return level
 
     def _programs(self, level: int) -> tuple:
+        """The two programs at this level: the parent's whole, the worker's up to its last split
+        step and only the steps its split steps need, each split step's halves cut at its place."""
         splits, steps = self.splits, self._program_steps
         parent_program, worker_program = list(self._plan_program), list(self._plan_program)
         share = 0.0
