@@ -81,6 +81,31 @@ def _pair(m: irrun.Model):
     return m._plan._pair
 
 
+def _halves_wrapped(monkeypatch, first=None, second=None, where=lambda split: True) -> None:
+    """process_pair._halves with each split's (`where` says which) first and second halves made
+    into others by `first(half)` and `second(half)` where given."""
+    made = process_pair._halves
+
+    def halves(split, out, share=0.5):
+        middle, (a, b) = made(split, out, share)
+        if where(split):
+            a, b = first(a) if first else a, second(b) if second else b
+        return middle, (a, b)
+    monkeypatch.setattr(process_pair, "_halves", halves)
+
+
+def _slower_in_worker(parent: int, factor: float):
+    """A half's wrapper: in the worker, `factor` times its time more, asleep."""
+    def wrap(half):
+        def run(args):
+            start = time.perf_counter()
+            half(args)
+            if os.getpid() != parent:
+                time.sleep(factor * (time.perf_counter() - start))
+        return run
+    return wrap
+
+
 def _both_halves_ran(pair) -> bool:
     control = pair.control
     return control[process_pair._PROGRESS[0]] == control[process_pair._PROGRESS[1]] > 0
@@ -547,17 +572,14 @@ def test_a_watched_run_has_the_worker_sleep_rather_than_spin_beside_it(tmp_path,
 
 def test_a_worker_failing_on_its_half_has_the_parent_do_it(tmp_path, paired, monkeypatch):
     parent = os.getpid()
-    made = process_pair._halves
 
-    def halves(split, out, share=0.5):
-        middle, (first, second) = made(split, out, share)
-
-        def failing_in_worker(args):
+    def failing_in_worker(second):
+        def run(args):
             if os.getpid() != parent:
                 raise RuntimeError("worker fails")
             second(args)
-        return middle, (first, failing_in_worker)
-    monkeypatch.setattr(process_pair, "_halves", halves)
+        return run
+    _halves_wrapped(monkeypatch, second=failing_in_worker)
     xml, feeds = _build("bert", tmp_path)
     expected = run_openvino(xml, list(feeds.values()))
     m = irrun.load(xml)
@@ -643,21 +665,7 @@ def test_the_levels_of_balance_hold_no_copy_of_the_filters(name, tmp_path, paire
 def test_the_balance_leaves_out_steps_that_cannot_move(tmp_path, paired, monkeypatch):
     """A worker slow only over the CRNN's LSTM, cut between its directions whatever the level: its
     time is no measure of the balance, and the pair stays in the middle."""
-    parent = os.getpid()
-    made = process_pair._halves
-
-    def halves(split, out, share=0.5):
-        middle, (first, second) = made(split, out, share)
-        if split.movable:
-            return middle, (first, second)
-
-        def slow_in_worker(args):
-            start = time.perf_counter()
-            second(args)
-            if os.getpid() != parent:
-                time.sleep(2 * (time.perf_counter() - start))
-        return middle, (first, slow_in_worker)
-    monkeypatch.setattr(process_pair, "_halves", halves)
+    _halves_wrapped(monkeypatch, second=_slower_in_worker(os.getpid(), 2.0), where=lambda split: not split.movable)
     xml, feeds = _build("crnn", tmp_path)
     m = irrun.load(xml)
     for _ in range(20):
@@ -701,19 +709,7 @@ def test_a_level_whose_halves_cannot_be_made_is_not_taken(tmp_path, paired, monk
 def test_the_balance_gives_the_slower_process_less(tmp_path, paired, monkeypatch):
     """A worker taking twice as long over its halves: the pair moves to the levels where the parent
     takes more than half, and the values stay OpenVINO's."""
-    parent = os.getpid()
-    made = process_pair._halves
-
-    def halves(split, out, share=0.5):
-        middle, (first, second) = made(split, out, share)
-
-        def slow_in_worker(args):
-            start = time.perf_counter()
-            second(args)
-            if os.getpid() != parent:
-                time.sleep(time.perf_counter() - start)
-        return middle, (first, slow_in_worker)
-    monkeypatch.setattr(process_pair, "_halves", halves)
+    _halves_wrapped(monkeypatch, second=_slower_in_worker(os.getpid(), 1.0))
     xml, feeds = _build("yolo", tmp_path)
     expected = run_openvino(xml, list(feeds.values()))
     m = irrun.load(xml)
@@ -732,17 +728,14 @@ def pair_failed(m) -> bool:
 
 def test_a_failing_parent_names_the_layer_and_the_worker_drops_the_run(tmp_path, paired, monkeypatch):
     failing = [False]
-    made = process_pair._halves
 
-    def halves(split, out, share=0.5):
-        middle, (first, second) = made(split, out, share)
-
-        def sometimes_failing(args):
+    def sometimes_failing(first):
+        def run(args):
             if failing[0]:
                 raise ValueError("parent fails")
             first(args)
-        return middle, (sometimes_failing, second)
-    monkeypatch.setattr(process_pair, "_halves", halves)
+        return run
+    _halves_wrapped(monkeypatch, first=sometimes_failing)
     monkeypatch.setattr(process_pair, "BALANCE_RATE", 0.0)     # (the cuts kept: the same bits each run)
     xml, feeds = _build("bert", tmp_path)
     m = irrun.load(xml)
