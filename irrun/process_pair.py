@@ -217,9 +217,13 @@ class Pair:
             try:
                 self._runs_at(level)
             except Exception:                           # noqa: BLE001 - the middle level runs instead
-                self._shares[level] = -1.0      # (never the nearest to a share)
-                return EVEN
+                return self._dropped(level)
         return level
+
+    def _dropped(self, level: int) -> int:
+        """The middle level, `level` never taken again (its share never the nearest to one)."""
+        self._shares[level] = -1.0
+        return EVEN
 
     def _programs(self, level: int) -> tuple:
         """The two programs at this level: the parent's whole, the worker's up to its last split
@@ -258,17 +262,13 @@ class Pair:
         done_mine, done_other = _PROGRESS[side], _PROGRESS[1 - side]
         count = len(self.splits)
         wait = self._wait_for_worker if side == 0 else self._wait_for_parent
-        busy, clock = self.busy, perf_counter
-        if not self.splits[j].movable:
-            timed = mine                # (its time is no measure of the balance: it cannot move)
-        else:
-            def timed(args):
-                start = clock()
-                mine(args)
-                busy[0] += clock() - start
+        # (a step that cannot move: its time is no measure of the balance)
+        busy, clock = self.busy if self.splits[j].movable else [0.0], perf_counter
 
         def kernel(*args):
-            timed(args)
+            start = clock()
+            mine(args)
+            busy[0] += clock() - start
             mark = self.run_number * count + j + 1
             control[done_mine] = mark
             if self.alone or (control[done_other] < mark and not wait(mark)):
@@ -419,7 +419,7 @@ class Pair:
                 self._balance(level)
             elif level != EVEN:
                 # (the worker failed, perhaps at making this level's halves: not taken again)
-                self._shares[level], self.level = -1.0, EVEN
+                self.level = self._dropped(level)
             # A result lying in the arena is copied out while the lock is held: the next paired
             # run, which another thread sharing the model may start as soon as it is released,
             # writes the arena again (four threads sharing a strided convolution got one another's

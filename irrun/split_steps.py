@@ -694,9 +694,10 @@ def splits_of(plan) -> list[Split] | None:
     splits = _reading_their_own_rows(steps, [s for s in (_split_step(plan, k, step) for k, step in enumerate(steps))
                                              if s is not None])
     total = sum(plan._layer_macs.values())
-    for s in splits:
-        s.work = max(_step_macs(plan, steps[s.position]), prod(s.shape), 1)
-    split_macs = sum(_step_macs(plan, steps[s.position]) for s in splits)
+    macs = [_step_macs(plan, steps[s.position]) for s in splits]
+    for s, m in zip(splits, macs):
+        s.work = max(m, prod(s.shape), 1)
+    split_macs = sum(macs)
     if not splits or total <= 0 or split_macs < MIN_SPLIT_SHARE * total:
         return None
     # A large GEMM or convolution left whole would run on one core in each process where it had

@@ -653,12 +653,13 @@ def test_the_levels_of_balance_hold_no_copy_of_the_filters(name, tmp_path, paire
     assert held < 0.05 * filters, (held, filters)
     steps = m._plan._program_steps
     by_channels = {(s.movable, steps[s.position].node.layer.op_type) for s in pair.splits if s.computes and s.axis == 1}
-    # MobileNetV3's 1x1 layers writing channels-last and its depthwise ones hold layouts; the audio
-    # net's spectral layer reads views of the whole layer's transforms, ResNet-18's 512-channel
-    # layers at 7 x 7 (im2col) views of the filter
+    # MobileNetV3's 1x1 layers writing channels-last and its depthwise ones hold layouts, and so
+    # do the YOLO-style net's row-tap layers cut along their channels (its Winograd ones do not);
+    # the audio net's spectral layer reads views of the whole layer's transforms, ResNet-18's
+    # 512-channel layers at 7 x 7 (im2col) views of the filter
     assert {"mobilenet": (False, "GroupConvolution") in by_channels and (True, "GroupConvolution") not in by_channels,
             "audio": (True, "Convolution") in by_channels and (False, "Convolution") not in by_channels,
-            "yolo": True,
+            "yolo": (True, "Convolution") in by_channels and (False, "Convolution") in by_channels,
             "resnet": (True, "Convolution") in by_channels}[name], by_channels
 
 

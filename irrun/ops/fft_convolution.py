@@ -33,7 +33,6 @@ input, or values large enough for a transform to overflow, run the direct kernel
 from __future__ import annotations
 
 import copy
-
 import os
 
 import numpy as np
