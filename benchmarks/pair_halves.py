@@ -74,7 +74,7 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
             return kernel(*args)
         return parent_kernel
     process_pair.Pair._kernel = capturing
-    model = irrun.load(xml, threads=process_pair.PAIRED_THREADS)
+    model = irrun.load(xml, threads=threads.PAIRED_THREADS)
     for _ in range(process_pair.PAIR_AFTER_RUNS + 2):
         model.infer(inputs)
     plan = model._plan

@@ -77,10 +77,8 @@ from __future__ import annotations
 
 import mmap
 import os
-import platform
 import select
 import signal
-import sys
 import threading
 import warnings
 import weakref
@@ -130,24 +128,6 @@ def _forked() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
-
-
-# The threads a paired run is for: the pair's two processes each hold BLAS to one thread, so with
-# more threads it would leave every core but two idle, where one process runs its GEMMs on all of
-# them through BLAS and its convolutions in parts on the pool (the pair was measured against those
-# on two cores only).
-PAIRED_THREADS = 2
-
-
-def wanted() -> bool:
-    """Whether paired runs are on for this process (IRRUN_PROCESSES, the platform, the threads:
-    PAIRED_THREADS exactly)."""
-    setting = os.environ.get("IRRUN_PROCESSES", "").strip()
-    if setting == "1" or setting.lower() in ("0", "off", "false", "no"):
-        return False
-    return (sys.platform.startswith("linux") and hasattr(os, "fork")
-            and platform.machine().lower() in ("x86_64", "amd64")
-            and threads.threads() == PAIRED_THREADS and threads.available_cpus() >= PAIRED_THREADS)
 
 
 class _Abandon(Exception):
@@ -380,7 +360,7 @@ class Pair:
     # ------------------------------------------------------------ a run
     def run(self, slots: list) -> bool:
         """Run the program with the worker; False (nothing run) where this run must go alone: the
-        feeds are not the shapes the arena holds, the threads are no longer PAIRED_THREADS, another
+        feeds are not the shapes the arena holds, the threads are no longer threads.PAIRED_THREADS, another
         thread runs the pair, the worker is gone."""
         for s, view in self.feed_views:
             value = slots[s]
@@ -389,7 +369,7 @@ class Pair:
         if self.generation != _generation:
             self.dead = True            # (a forked copy of the process that made the pair)
             return False
-        if threads.threads() != PAIRED_THREADS or not self.lock.acquire(blocking=False):
+        if threads.threads() != threads.PAIRED_THREADS or not self.lock.acquire(blocking=False):
             return False
         try:
             if self.alone and not self._worker_alive():
@@ -620,7 +600,7 @@ def _stop_worker(control: np.ndarray, pid: int, wake: int, parent: int) -> None:
 def pair_for(plan) -> Pair | None:
     """A started pair for the plan, or None where it runs in one process (also a plan of more
     steps than irrun/fast_loop.py writes out: both processes' programs are written out, at once)."""
-    if not wanted() or len(plan._program) > fast_loop.WRITE_OUT_MOST_STEPS:
+    if not threads.paired_processes() or len(plan._program) > fast_loop.WRITE_OUT_MOST_STEPS:
         return None
     splits = splits_of(plan)
     if splits is None:

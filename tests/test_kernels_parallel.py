@@ -126,30 +126,38 @@ def test_winograd_setting(setting, ci, size, taken, count, monkeypatch, tmp_path
     assert bool(calls) == taken
 
 
-@pytest.mark.parametrize("ci, co, size, count, tile", [
-    (64, 64, [28, 28], 1, 4), (64, 64, [28, 30], 2, 4),
-    (64, 64, [14, 14], 2, 4), (64, 64, [13, 14], 2, None),     # too few outputs
-    (32, 32, [40, 40], 2, None),                                # too few channels
-    (64, 128, [28, 28], 2, 4),
-    (128, 128, [14, 14], 1, 4), (128, 128, [20, 20], 2, 4),   # (one block, in two parts)
-    (256, 256, [14, 14], 2, 4),                                 # F(4,3)'s filter 9 MiB
-    (256, 256, [14, 14], 1, 2),                                 # over 8 MiB on one thread
-    (384, 384, [14, 14], 2, None),                              # 20 MiB; F(2,3)'s 9 MiB
-    (384, 384, [14, 14], 1, 2),
-    (512, 512, [7, 7], 1, None),
+@pytest.mark.parametrize("ci, co, size, cores, tile", [
+    (64, 64, [28, 28], "one", 4), (64, 64, [28, 30], "two", 4),
+    (64, 64, [14, 14], "two", 4), (64, 64, [13, 14], "two", None),     # too few outputs
+    (32, 32, [40, 40], "two", None),                                    # too few channels
+    (64, 128, [28, 28], "two", 4),
+    (128, 128, [14, 14], "one", 4), (128, 128, [20, 20], "two", 4),   # (one block, in two parts)
+    (256, 256, [14, 14], "two", 4),                                     # F(4,3)'s filter 9 MiB
+    (256, 256, [14, 14], "one", 2),                                     # over 8 MiB on one thread
+    (384, 384, [14, 14], "two", None),                                  # 20 MiB; F(2,3)'s 9 MiB
+    (384, 384, [14, 14], "one", 2),
+    (512, 512, [7, 7], "one", None),
+    # two processes, each running its half of a layer on one core: the one-thread rule
+    (64, 64, [28, 30], "paired", 4), (256, 256, [14, 14], "paired", 2), (384, 384, [14, 14], "paired", 2),
 ])
-def test_winograd_auto_rule(ci, co, size, count, tile, monkeypatch, tmp_path):
+def test_winograd_auto_rule(ci, co, size, cores, tile, monkeypatch, tmp_path):
     """By default ("auto"): F(4,3) from 64 channels over 14x14 outputs where its transformed filter
-    fits 16 MiB (8 MiB on one thread), F(2,3) from 128 over 14x14 where its fits 4 MiB (at any size
-    on one thread); within the standard bound of OpenVINO either way."""
+    fits 16 MiB (8 MiB on one thread, or in a network run in two processes), F(2,3) from 128 over
+    14x14 where its fits 4 MiB (at any size on one thread); within the standard bound of OpenVINO
+    either way.  ("two": two threads in one process, `IRRUN_PROCESSES=1`.)"""
     monkeypatch.delenv("IRRUN_WINOGRAD", raising=False)
+    monkeypatch.delenv("IRRUN_PROCESSES", raising=False)
+    if cores == "two":
+        monkeypatch.setenv("IRRUN_PROCESSES", "1")
     tiles = []
     run = convolution.winograd_conv
     monkeypatch.setattr(convolution, "winograd_conv", lambda x, f, *a: tiles.append(f.m) or run(x, f, *a))
     before = threads.threads()
-    threads.set_threads(count)
+    threads.set_threads(1 if cores == "one" else threads.PAIRED_THREADS)
     model, feeds = conv3x3(ci, co, size)
     try:
+        if cores == "paired" and not threads.paired_processes():
+            pytest.skip("no paired runs on this machine (Linux on x86-64, two CPUs or more)")
         # (F(4,3) within its documented bound: `test_winograd_error_against_float64`)
         compare(model, feeds, tmp_path, **({"atol": WINOGRAD_ERROR[4]} if tile == 4 else {}))
     finally:

@@ -352,21 +352,23 @@ def _paired_convolution(tmp_path: Path, groups: int, channels: int, height: int,
     return split, got, xml, feeds
 
 
-# channels, height, width -> (axis, where the halves meet) of a 3x3 layer the whole of which runs by
-# Winograd F(4x4, 3x3): along its rows at a boundary of its tiles (of 4 rows) where its transformed
-# filter is small, else along its output channels
+# channels, height, width -> (axis, where the halves meet, tile) of a 3x3 layer the whole of which
+# runs by Winograd F(4x4, 3x3) or F(2x2, 3x3): along its rows at a boundary of its tiles where its
+# transformed filter is small, else along its output channels.  The tile is the one-thread rule's
+# (each process runs its half on one core: ops/winograd.py's `winograd_tile`)
 WINOGRAD_CUTS = {
-    (64, 20, 20): (2, 8),           # five rows of tiles: 2 | 3
-    (64, 14, 14): (2, 8),           # four, the last one part padding: 2 | 2
-    (256, 14, 14): (1, 128),        # its transformed filter 9 MiB
+    (64, 20, 20): (2, 8, 4),        # five rows of tiles: 2 | 3
+    (64, 14, 14): (2, 8, 4),        # four, the last one part padding: 2 | 2
+    (192, 14, 14): (1, 96, 4),      # its transformed filter 5.1 MiB
+    (256, 14, 14): (1, 128, 2),     # F(4,3)'s 9 MiB over 8: F(2,3)'s 4 MiB
 }
 
 
 @pytest.mark.parametrize("channels, height, width", sorted(WINOGRAD_CUTS))
 def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, monkeypatch, channels, height, width):
     """Each half of a Winograd layer computes by the whole layer's tile, where its own shapes
-    (fewer rows, or half the output channels) would take the direct kernels; against OpenVINO and
-    the one-process run."""
+    (fewer rows, or half the output channels) would take the direct kernels or another tile;
+    against OpenVINO and the one-process run."""
     from irrun.ops import convolution
     calls = []                          # (data rows, output channels, tile) of each Winograd call here
     filters = []                        # the transformed filters those calls read
@@ -379,13 +381,13 @@ def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, mo
     monkeypatch.setattr(convolution, "winograd_conv", recorded)
     # (a GEMM that wakes BLAS, as large as the layer: the network pairs)
     split, got, xml, feeds = _paired_convolution(tmp_path, 1, channels, height, width, 2 * channels * 9)
-    axis, middle = WINOGRAD_CUTS[channels, height, width]
+    axis, middle, tile = WINOGRAD_CUTS[channels, height, width]
     assert (split.axis, split.middle) == (axis, middle)
     # the parent's half (the first) by Winograd: its rows and the one below them, or its channels
-    assert calls[-1] == ((middle + 1, channels, 4) if axis == 2 else (height, middle, 4))
+    assert calls[-1] == ((middle + 1, channels, tile) if axis == 2 else (height, middle, tile))
     # whose transformed filter is the whole layer's, or a view of its half of the output channels
     whole = filters[-1] if axis == 2 else filters[-1].base
-    assert whole is not None and whole.shape == (36, channels, channels) and whole.base is None
+    assert whole is not None and whole.shape == ((tile + 2) ** 2, channels, channels) and whole.base is None
     assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
 
 
