@@ -168,16 +168,16 @@ def executor_overhead_us(model, inputs, repeat: int = 50) -> float | None:
     recompile = getattr(plan, "compile_program", lambda: None)
     plan._program = [(_nothing,) + entry[1:] for entry in program]
     recompile()
-    pair = getattr(plan, "_pair", None)     # (the one-process loop: a paired run has programs of its own)
-    if pair:
-        plan._pair = False
+    # (the one-process loop: a paired run has programs of its own, and a pair made now would be
+    # made from the swapped kernels)
+    pair = getattr(plan, "_pair", None)
+    plan._pair = False
     try:
         best = min(_timed(lambda: plan.run(feeds)) for _ in range(repeat))
     finally:
         plan._program = program
         recompile()
-        if pair:
-            plan._pair = pair
+        plan._pair = pair
     return best / len(getattr(plan, "layer_steps", plan.steps)) * 1e6
 
 
