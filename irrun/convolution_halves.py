@@ -106,9 +106,10 @@ def pooled_convolution_cut(plan, op, shape: tuple) -> Cut | None:
 def _channels_cut(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None) -> Cut | None:
     """A cut along the output channels (`_convolution_halves`), in whole groups of a grouped layer:
     only in the middle where the halves' kernels hold a layout of their half of the filter (`held`:
-    the pointwise layers writing channels-last, the depthwise ones), whose halves cut at each place
-    the balance may take would hold the filter again each (EfficientNet-B0 9 MiB more a place, in
-    each process); a Winograd or spectral layer's halves read views of the whole layer's transforms."""
+    the depthwise layers, the row-tap ones), whose halves cut at each place the balance may take
+    would hold the filter again each (EfficientNet-B0 9 MiB more a place, in each process); a
+    Winograd or spectral layer's halves read views of the whole layer's transforms, a 1x1 layer's
+    writing channels-last its columns of the whole layer's transposed filter."""
     per_unit = shape[1] // weight.shape[0] if head.node.layer.op_type == "GroupConvolution" else 1
 
     def at(middle: int):

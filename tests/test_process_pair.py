@@ -597,7 +597,7 @@ def _at_level(pair, level: int) -> None:
     pair.level, pair.share = level, process_pair.SHARES[level]
 
 
-@pytest.mark.parametrize("name", ["bert", "yolo", "crnn", "audio"])
+@pytest.mark.parametrize("name", ["bert", "yolo", "crnn", "audio", "mobilenet"])
 def test_every_level_of_balance_cuts_where_the_steps_can_be_cut_and_matches_openvino(name, tmp_path, paired,
                                                                                     monkeypatch):
     """At every level each split step is cut at its share of the rows or columns, to its granule (a
@@ -636,8 +636,8 @@ def test_every_level_of_balance_cuts_where_the_steps_can_be_cut_and_matches_open
 def test_the_levels_of_balance_hold_no_copy_of_the_filters(name, tmp_path, paired):
     """Each level's halves bind their own kernels; a filter's layouts are shared by every cut of its
     rows, and cuts along the channels move only where their halves hold no layout of their half of
-    the filter (im2col's, or Winograd's views of the whole layer's): before, EfficientNet-B0 held 9
-    MiB more a level in each process."""
+    the filter (im2col's, or views of the whole layer's: Winograd's, a channels-last 1x1 layer's):
+    before, EfficientNet-B0 held 9 MiB more a level in each process."""
     import tracemalloc
     xml, feeds = _build(name, tmp_path)
     m = irrun.load(xml)
@@ -655,11 +655,13 @@ def test_the_levels_of_balance_hold_no_copy_of_the_filters(name, tmp_path, paire
     assert held < 0.05 * filters, (held, filters)
     steps = m._plan._program_steps
     by_channels = {(s.movable, steps[s.position].node.layer.op_type) for s in pair.splits if s.computes and s.axis == 1}
-    # MobileNetV3's 1x1 layers writing channels-last and its depthwise ones hold layouts, and so
-    # do the YOLO-style net's row-tap layers cut along their channels (its Winograd ones do not);
-    # the audio net's spectral layer reads views of the whole layer's transforms, ResNet-18's
-    # 512-channel layers at 7 x 7 (im2col) views of the filter
-    assert {"mobilenet": (False, "GroupConvolution") in by_channels and (True, "GroupConvolution") not in by_channels,
+    # MobileNetV3's depthwise layers hold layouts, and so do the YOLO-style net's row-tap layers
+    # cut along their channels (its Winograd ones do not); MobileNetV3's 1x1 layers writing
+    # channels-last read views of the whole layer's transposed filter, the audio net's spectral
+    # layer views of the whole layer's transforms, ResNet-18's 512-channel layers at 7 x 7
+    # (im2col) views of the filter
+    assert {"mobilenet": (False, "GroupConvolution") in by_channels and (True, "GroupConvolution") not in by_channels
+            and (True, "Convolution") in by_channels and (False, "Convolution") not in by_channels,
             "audio": (True, "Convolution") in by_channels and (False, "Convolution") not in by_channels,
             "yolo": (True, "Convolution") in by_channels and (False, "Convolution") in by_channels,
             "resnet": (True, "Convolution") in by_channels}[name], by_channels

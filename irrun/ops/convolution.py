@@ -543,6 +543,18 @@ class _ConvolutionFamily(Op):
             found = layouts[kind, id(source)] = (source, make())
         return found[1]
 
+    def _whole_layers_columns(self, kind: str, rows: int) -> np.ndarray | None:
+        """For a paired run's half of the layer's output channels (`whole_layer_channels`): its
+        columns of the whole layer's layout of this kind ([rows, C_out], made where the layer was
+        bound), a view; None where the layer made no such layout (or this is no such half)."""
+        channels = self.whole_layer_channels
+        if channels is None:
+            return None
+        for (kind_made, _), (_, layout) in self.filter_layouts().items():
+            if kind_made == kind and layout.shape[0] == rows and layout.shape[1] >= channels[1]:
+                return layout[:, channels[0]:channels[1]]
+        return None
+
     def _constant_filter(self, step) -> np.ndarray | None:
         """The filter as [G, Og, Cg, K...] where a kernel can be bound to it (`_filter_shape`)."""
         if self._filter_shape(step) is None:
@@ -584,8 +596,11 @@ class _ConvolutionFamily(Op):
         if pointwise_unpadded(weights.shape, geo, whole, data.shape[2:]) and not depthwise_pays(weights.shape):
             og, cg = weights.shape[1:3]
             if self.channels_last_output:
-                w_t = self._laid_out_once(source, "transposed",
-                                          lambda: np.ascontiguousarray(weights[0].reshape(og, cg).T))
+                # (a paired run's half of the output channels: its columns of the whole layer's)
+                w_t = self._whole_layers_columns("transposed", cg)
+                if w_t is None:
+                    w_t = self._laid_out_once(source, "transposed",
+                                              lambda: np.ascontiguousarray(weights[0].reshape(og, cg).T))
                 return lambda x, w: _pointwise_channels_last(x, w_t)
             # the GEMM alone: a squeeze-excite layer's 1x1 on one position took 20-40 us, half of
             # it `_direct`'s choice of kernel and the padding check (EfficientNet has 32); the
