@@ -360,8 +360,8 @@ class Pair:
     # ------------------------------------------------------------ a run
     def run(self, slots: list) -> bool:
         """Run the program with the worker; False (nothing run) where this run must go alone: the
-        feeds are not the shapes the arena holds, the threads are no longer threads.PAIRED_THREADS, another
-        thread runs the pair, the worker is gone."""
+        feeds are not the shapes the arena holds, the threads are no longer
+        `threads.PAIRED_THREADS`, another thread runs the pair, the worker is gone."""
         for s, view in self.feed_views:
             value = slots[s]
             if value.shape != view.shape or value.dtype != view.dtype:

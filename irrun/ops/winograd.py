@@ -245,8 +245,10 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
     their halves (by output channels, one after the other on one core, alternating with F(4,3)'s in
     one process, three runs) 0.88-0.90 of their time, the detector's 256 -> 256 at 10x20 0.76, all
     the halves of the two networks 0.980-0.982 and 0.966; the transformed filters 16 MiB smaller in
-    ResNet-18 (stop 63).  Measured alone on
-    the AMD EPYC of family 19h (stop 49; ms a layer, the best of 40 runs, in `network_parts`):
+    ResNet-18, its load and first inference 0.94 of the time (stop 63).  (Decided at load: a
+    network that runs in one process after all, its steps not cut, keeps those tiles.)  Measured
+    alone on the AMD EPYC of family 19h (stop 49; ms a layer, the best of 40 runs, in
+    `network_parts`):
       layer                  two threads                one thread
                              direct  F(2,3)  F(4,3)     direct  F(2,3)  F(4,3)
       128 -> 128 at 28x28    1.43    0.88    0.60       2.78    1.95    1.17
