@@ -136,6 +136,13 @@ def paired_processes() -> bool:
             and threads() == PAIRED_THREADS and available_cpus() >= PAIRED_THREADS)
 
 
+def one_core_a_kernel() -> bool:
+    """Whether each kernel runs on one core: one thread, or a network's steps in halves on two
+    processes (`paired_processes`).  Kernels whose best form differs so ask it at load (Winograd's
+    tile, im2col's channels-last columns)."""
+    return threads() == 1 or paired_processes()
+
+
 def set_threads(n: int | None) -> int:
     """Use `n` threads from now on (None: `default_threads()`), for irrun's parts and for BLAS."""
     global _threads

@@ -906,7 +906,8 @@ def test_one_block_of_columns_cut_along_the_input_channels(two_threads, monkeypa
     """ResNet's last stage, 512 -> 512 channels at 7 x 7 (116 M multiply-adds): its columns (4608 x 49)
     fit one block, which two parts copy and multiply half the input channels each, their products
     then added; OpenVINO's output, and one thread's within float rounding (the sum in another
-    order)."""
+    order).  (Two threads in one process: one core a kernel takes the channels-last columns.)"""
+    monkeypatch.setenv("IRRUN_PROCESSES", "1")
     xml, loaded = convolution_alone([1, 512, 7, 7], (512, 512, 3, 3), 1, 1, tmp_path / "last-stage")
     splits = record_parts(monkeypatch, lambda fn, ranges: (fn.__qualname__, len(ranges)))
     image = rand(1, 512, 7, 7, seed=4)

@@ -502,12 +502,14 @@ def test_grouped_row_taps(size, block_columns, dtype, monkeypatch, tmp_path):
     assert calls, "_row_taps was not used"
 
 
-@pytest.mark.parametrize("kind", ["row taps", "depthwise rows", "depthwise windows", "depthwise taps"])
+@pytest.mark.parametrize("kind", ["row taps", "channels-last columns", "depthwise rows", "depthwise windows",
+                                  "depthwise taps"])
 def test_laid_out_filters_bound_and_mapped_ones_released(kind, monkeypatch, tmp_path):
-    """A constant filter the row taps or the depthwise kernels take is laid out once, at load, and
-    its mapped pages are released (as Winograd's) where no kernel reads it as it is (not where
-    the depthwise kernel tap by tap may: a multiplier on few channels); the output is OpenVINO's,
-    and the filter still reads back right when asked for (intermediates="all")."""
+    """A constant filter the row taps, the channels-last columns or the depthwise kernels take is
+    laid out once, at load, and its mapped pages are released (as Winograd's) where no kernel reads
+    it as it is (not where the depthwise kernel tap by tap may: a multiplier on few channels); the
+    output is OpenVINO's, and the filter still reads back right when asked for
+    (intermediates="all")."""
     from irrun.ops import depthwise
     from irrun.weights import Weights
     released = []
@@ -515,27 +517,30 @@ def test_laid_out_filters_bound_and_mapped_ones_released(kind, monkeypatch, tmp_
     monkeypatch.setattr(Weights, "release", lambda self, array: released.append(array.shape) or release(self, array))
     made, calls = [], []
     layout, kernel = {"row taps": ("_stacked_row_filter", "_row_taps"),
+                      "channels-last columns": ("channels_last_filter", "channels_last_columns_times_filter"),
                       "depthwise rows": ("row_filter", "_depthwise_rows"),
                       "depthwise windows": ("windows_filter", "_depthwise_einsum"),
                       "depthwise taps": ("row_filter", "_depthwise_taps")}[kind]
-    for module, name, seen in ((depthwise if kind != "row taps" else convolution, layout, made),
-                               (depthwise if kind != "row taps" else convolution, kernel, calls)):
+    module = {"row taps": convolution, "channels-last columns": im2col}.get(kind, depthwise)
+    for name, seen in ((layout, made), (kernel, calls)):
         original = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, _f=original, _seen=seen: _seen.append(1) or _f(*a))
     if kind == "depthwise windows":
         monkeypatch.setattr(depthwise, "ROWS_FILTER_ELEMENTS", 0)
     if kind == "row taps":
         monkeypatch.setenv("IRRUN_WINOGRAD", "off")      # (F(4,3) takes 64 channels at 20x20 by default)
-    channels, shape = {"row taps": (64, (64, 64, 3, 3)), "depthwise rows": (96, (96, 1, 1, 3, 3)),
-                       "depthwise windows": (192, (192, 1, 1, 3, 3)), "depthwise taps": (8, (8, 2, 1, 3, 3))}[kind]
+    channels, shape = {"row taps": (64, (64, 64, 3, 3)), "channels-last columns": (64, (64, 64, 3, 3)),
+                       "depthwise rows": (96, (96, 1, 1, 3, 3)), "depthwise windows": (192, (192, 1, 1, 3, 3)),
+                       "depthwise taps": (8, (8, 2, 1, 3, 3))}[kind]
+    size = 10 if kind == "channels-last columns" else 20     # (100 output positions; 400 take the row taps)
     weights = rand(*shape, seed=1) / 8
-    x = ops.parameter([1, channels, 20, 20], np.float32, name="x")
-    make = conv if kind == "row taps" else group_conv
+    x = ops.parameter([1, channels, size, size], np.float32, name="x")
+    make = conv if kind in ("row taps", "channels-last columns") else group_conv
     xml = save(model_of(make(x, ops.constant(weights), [1, 1], [1, 1], [1, 1], [1, 1]), x), tmp_path / "m")
     m = irrun.load(xml)
     assert released == ([] if kind == "depthwise taps" else [shape])
     assert len(made) == (0 if kind == "depthwise taps" else 1)
-    feeds = [rand(1, channels, 20, 20)]
+    feeds = [rand(1, channels, size, size)]
     for _ in range(2):
         assert_close(m.infer(feeds)[m.outputs[0].name], run_openvino(xml, feeds)[0])
     assert len(calls) == 2 and len(made) == (0 if kind == "depthwise taps" else 1), "laid out again"

@@ -677,7 +677,9 @@ def test_the_balance_leaves_out_steps_that_cannot_move(tmp_path, paired, monkeyp
         m.infer(feeds)
     pair = _pair(m)
     assert any(not s.movable for s in pair.splits)
-    assert 0.45 < pair.share < 0.55, pair.share
+    # (the two vCPUs of a VM may be some percent apart for seconds at a time, which the balance
+    # follows; without the exclusion the share went to 0.643 here)
+    assert 0.4 < pair.share < 0.6, pair.share
 
 
 def test_a_level_whose_halves_cannot_be_made_is_not_taken(tmp_path, paired, monkeypatch):

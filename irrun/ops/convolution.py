@@ -42,8 +42,8 @@ from .common import channels_first_view, sum_of_squares
 from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
 from .fft_convolution import SpectralFilter, block_length, fft_conv, fft_pays, fft_suits
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
-from .window import (effective_kernel, forward_spatial, inside_region, padded_rows, resolve_pads, tap_outputs,
-                     transposed_spatial, zero_extended)
+from .window import (effective_kernel, forward_spatial, inside_region, padded_rows, tap_outputs,
+                     transposed_spatial, window_layout, zero_extended)
 
 
 class Geometry(NamedTuple):
@@ -335,14 +335,16 @@ def _phase_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
 
 def _shape_kernel(filter_shape, geo: Geometry, whole, counts) -> str | None:
     """The kernel `_direct` takes where the shapes alone decide it: "depthwise", "pointwise",
-    "phase taps" or "row taps"; None for the rest (tap by tap or im2col, which the pool's state at
-    the call decides)."""
+    "phase taps", "channels-last columns" or "row taps"; None for the rest (tap by tap or im2col,
+    which the pool's state at the call decides)."""
     if depthwise_pays(filter_shape):
         return "depthwise"
     if all(k == 1 for k in filter_shape[3:]):
         return "pointwise"
     if _phase_taps_pay(filter_shape, geo):
         return "phase taps"
+    if im2col.channels_last_pays(filter_shape, counts):
+        return "channels-last columns"
     if _row_taps_pay(filter_shape, geo, whole, counts):
         return "row taps"
     return None
@@ -358,9 +360,16 @@ def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts):
     kind = _shape_kernel(w.shape, geo, whole, counts)
     if kind == "depthwise":
         return layout_of(w, geo, counts), works_channels_last(w.shape)
-    if kind == "row taps":
-        return _stacked_row_filter(w), True
+    if kind in LAID_OUT_ALONE:
+        return _laid_out_alone(kind, w), True
     return None, False
+
+
+LAID_OUT_ALONE = ("row taps", "channels-last columns")     # the kernels that read a layout alone
+
+
+def _laid_out_alone(kind: str, w: np.ndarray) -> np.ndarray:
+    return _stacked_row_filter(w) if kind == "row taps" else im2col.channels_last_filter(w)
 
 
 def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
@@ -368,16 +377,6 @@ def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
     whole, counts = window_layout(x.shape[2:], w.shape[3:], geo)
     out_dtype, ct = x.dtype, _compute_dtype(x.dtype)
     return _to_output(_direct(x.astype(ct, copy=False), w.astype(ct, copy=False), geo, whole, counts), out_dtype)
-
-
-def window_layout(spatial, kernel, geo: Geometry) -> tuple[list[tuple[int, int]], list[int]]:
-    """(whole, counts): the (lo, hi) range of the input each spatial axis covers once padded,
-    and the output's spatial size."""
-    pb, pe = resolve_pads(spatial, kernel, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end, geo.auto_pad)
-    whole = [(-b, size + e) for size, b, e in zip(spatial, pb, pe)]
-    counts = [(hi - lo - effective_kernel(k, d)) // s + 1
-              for (lo, hi), k, d, s in zip(whole, kernel, geo.dilations, geo.strides)]
-    return whole, counts
 
 
 _UNDECIDED = "undecided"
@@ -401,6 +400,8 @@ def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, laid_out
         out = _phase_taps(x, w, geo, whole, counts)
     elif kind == "row taps":
         out = _row_taps(x, w, geo, whole, counts, laid_out)
+    elif kind == "channels-last columns" and laid_out is not None:
+        out = im2col.channels_last_columns_times_filter(x, laid_out, w.shape[3:], geo, whole, counts)
     elif _taps_pay(w.shape, geo, whole, counts) and not _im2col_in_parts(w.shape, x.shape[0], counts):
         out = _shifted_taps(x, w, geo, whole, counts)
     else:
@@ -608,16 +609,21 @@ class _ConvolutionFamily(Op):
             shape, columns = (data.shape[0], og, *counts), (data.shape[0], 1, cg, -1)
             filters, matmul = weights.reshape(1, og, cg), threads.matmul
             return lambda x, w: matmul(filters, x.reshape(columns)).reshape(shape)
-        if _shape_kernel(weights.shape, geo, whole, counts) == "row taps":
-            laid_out, alone = self._laid_out_once(source, "row taps", lambda: _stacked_row_filter(weights)), True
+        # the kernel the shapes choose, chosen here (1% of the YOLO-style net's time on each call)
+        kind = _shape_kernel(weights.shape, geo, whole, counts)
+        if kind in LAID_OUT_ALONE:
+            # (a paired run's half of the output channels of channels-last columns: its columns of
+            # the whole layer's layout)
+            laid_out = self._whole_layers_columns(kind, weights[0, 0].size) if kind != "row taps" else None
+            if laid_out is None:
+                laid_out = self._laid_out_once(source, kind, lambda: _laid_out_alone(kind, weights))
+            alone = True
         else:
             laid_out, alone = laid_out_filter(weights, geo, whole, counts)
             self.held_layout = laid_out is not None
         if alone and step.release is not None:
             # the kernel reads its laid-out copy alone: the filter's mapped pages go, as Winograd's do
             step.release(step.inputs[1].value)
-        # the kernel the shapes choose, chosen here (1% of the YOLO-style net's time on each call)
-        kind = _shape_kernel(weights.shape, geo, whole, counts)
         return lambda x, w: _direct(x, weights, geo, whole, counts, laid_out, kind)
 
     def bind_pooled(self, step, pool: tuple[int, ...]):

@@ -30,7 +30,8 @@ import numpy as np
 
 from .. import threads
 from .common import channels_first_view, channels_last_view
-from .window import effective_kernel, inside_region, strided_view, tap_outputs, window_view, zero_extended
+from .window import (channels_last, effective_kernel, phased_channels_last, strided_view, tap_outputs,
+                     window_view, zero_extended)
 
 if TYPE_CHECKING:
     from .convolution import Geometry
@@ -155,9 +156,9 @@ def depthwise(x, w, geo: Geometry, whole, counts, bound: LaidOut | None = None) 
         return _depthwise_inside(x, w, geo, whole, counts, inside, None if bound is None else bound.windows)
     if rows_pay(w.shape, geo, counts):
         phases = bound.rows if bound is not None and bound.rows is not None else row_filter(w, geo, counts)
-        return _depthwise_rows(_phased_channels_last(x, whole, geo.strides[-1]), phases, geo, counts)
+        return _depthwise_rows(phased_channels_last(x, whole, geo.strides[-1]), phases, geo, counts)
     if w.shape[0] * w.shape[1] >= DEPTHWISE_EINSUM_CHANNELS:
-        return _depthwise_einsum(_channels_last(x, whole), w, geo, counts, None if bound is None else bound.windows)
+        return _depthwise_einsum(channels_last(x, whole), w, geo, counts, None if bound is None else bound.windows)
     return _depthwise_taps(zero_extended(x, whole), w, geo, counts)
 
 
@@ -193,35 +194,6 @@ def _depthwise_toeplitz(xp: np.ndarray, w: np.ndarray, outputs: int) -> np.ndarr
                                               (xp.strides[0], xp.strides[1], block * step, step))
     out = np.matmul(np.ascontiguousarray(windows), band).reshape(n, channels, blocks * block)
     return np.ascontiguousarray(out[..., :outputs]).reshape(n, channels, 1, outputs)
-
-
-def _channels_last(x: np.ndarray, region) -> np.ndarray:
-    """x [N, C, S...] as [N, S'..., C], zero-extended to `region` ((lo, hi) per spatial axis, as
-    `zero_extended`) in the same copy: a padded copy and a transposed one took twice as long
-    (MobileNetV3's depthwise layers, 0.7 ms of padding)."""
-    out = _phased_channels_last(x, region, 1)
-    return out.reshape(*out.shape[:-3], *out.shape[-2:])
-
-
-def _phased_channels_last(x: np.ndarray, region, stride: int) -> np.ndarray:
-    """`_channels_last` with the last spatial axis cut into its `stride` phases: [N, S'_lead...,
-    stride, ceil(S'_last / stride), C], phase p holding the columns p, p + stride, ... of the
-    zero-extended data (one copy either way)."""
-    inside, widths, target = inside_region(x.shape[2:], region)
-    n, channels = x.shape[:2]
-    width = region[-1][1] - region[-1][0]
-    shape = (n, *(hi - lo for lo, hi in region[:-1]), stride, -(-width // stride), channels)
-    padded = any(left or right for left, right in widths) or width % stride
-    out = np.zeros(shape, x.dtype) if padded else np.empty(shape, x.dtype)
-    data = channels_last_view(x[(slice(None), slice(None)) + tuple(inside)])
-    first, last = target[-1].start, target[-1].stop       # the data's columns in the extended frame
-    for phase in range(stride):
-        start = first + (phase - first) % stride
-        if start < last:
-            count = len(range(start, last, stride))
-            out[(slice(None),) + tuple(target[:-1]) + (phase, slice(start // stride, start // stride + count))] = \
-                data[..., start - first::stride, :]
-    return out
 
 
 def _inside_may_pay(filter_shape, geo: Geometry) -> bool:
@@ -282,7 +254,7 @@ def _depthwise_inside(x, w, geo: Geometry, whole, counts, inside, bound_windows=
             slab = [inside[b] if b < axis else (lo_out, hi_out) if b == axis else (0, counts[b]) for b in range(rank)]
             region = [(lo + a * s, lo + (b - 1) * s + span)
                       for (lo, _), (a, b), s, span in zip(whole, slab, geo.strides, spans)]
-            border = window_view(_channels_last(x, region), kernel, axes, geo.strides, geo.dilations)
+            border = window_view(channels_last(x, region), kernel, axes, geo.strides, geo.dilations)
             np.einsum(subscripts, border, wl, out=out[(slice(None),) + tuple(slice(a, b) for a, b in slab)])
     return _to_channels_first(out, groups, 1, counts)
 
@@ -297,7 +269,7 @@ def _depthwise_rows(xp, rows_filter, geo: Geometry, counts) -> np.ndarray:
     """One output per channel: out[n, o..., w, g] = sum over taps t of
     x[n, s o + d t..., s_last w + d_last t_last, g] * w[t..., g] (s the strides, d the dilations).
 
-    Channels-last, with the last axis cut into its stride's phases (`_phased_channels_last`), tap
+    Channels-last, with the last axis cut into its stride's phases (`window.phased_channels_last`), tap
     t_last reads phase (d_last t_last) % s_last at offset (d_last t_last) // s_last, where one
     output row's (w, g) is a contiguous run and so is what the tap reads for it: per phase, a
     strided view [N, O_lead..., K_lead..., its taps, O_last * G] of the input (no copy) and one

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import threads
-from .window import effective_kernel, window_view, zero_extended
+from .window import channels_last, effective_kernel, strided_view, window_view, zero_extended
 
 if TYPE_CHECKING:
     from .convolution import Geometry
@@ -37,6 +37,50 @@ GATHER_SHORT_RUN = 16
 # Input channels per part, at least, where one block of columns is cut along them (`_split_depth`;
 # a 3-channel stem cut 1 : 2 would leave one core waiting)
 SPLIT_DEPTH_CHANNELS = 8
+
+
+# Channels-last columns (`channels_last_columns_times_filter`): 2-D layers of one group with at least
+# this many input channels over at most this many output positions, where each kernel runs on one
+# core (`threads.one_core_a_kernel`).  On one core of the AMD EPYC of family 19h (stop 63), against
+# the kernel the layer took: 512 -> 512 at 7x7 0.92 of the time (im2col), 256 -> 256 at 10x10
+# 0.87, 128 -> 256 from 20x20 at stride 2 0.85, 256 -> 512 from 14x14 at stride 2 0.88, 64 -> 64
+# from 20x20 at stride 2 0.64, 128 -> 128 at 10x10 0.68 (row taps); 128 -> 256 from 28x28 at
+# stride 2 (196 positions) 0.96; at more positions the channel-major columns win (64 -> 128 from
+# 56x56 at stride 2 1.35, 16 -> 32 from 160x160 2.09).  On two threads in one process im2col's
+# columns cut along the input channels win (the channels-last copy on one core, the product cut
+# along its columns: 512 -> 512 at 7x7 1.11, 128 -> 256 from 28x28 at stride 2 1.48).
+CHANNELS_LAST_MIN_CHANNELS = 64
+CHANNELS_LAST_MOST_POSITIONS = 256
+
+
+def channels_last_pays(filter_shape, counts) -> bool:
+    """Whether `channels_last_columns_times_filter` is the kernel for a filter [G, Og, Cg, K...]."""
+    groups, _, cg, *kernel = filter_shape
+    return groups == 1 and len(kernel) == 2 and prod(kernel) > 1 and cg >= CHANNELS_LAST_MIN_CHANNELS \
+        and prod(counts) <= CHANNELS_LAST_MOST_POSITIONS and threads.one_core_a_kernel()
+
+
+def channels_last_filter(w: np.ndarray) -> np.ndarray:
+    """A filter [1, Og, Cg, K...] as `channels_last_columns_times_filter` reads it: [K x Cg, Og]."""
+    og = w.shape[1]
+    return np.ascontiguousarray(w[0].transpose(*range(2, w.ndim - 1), 1, 0).reshape(-1, og))
+
+
+def channels_last_columns_times_filter(x, laid_out: np.ndarray, kernel, geo: Geometry, whole, counts) -> np.ndarray:
+    """x [N, C_in, S...] by a filter of these taps laid out by `channels_last_filter` -> [N, 1, C_out,
+    O...]: the windows copied channels-last, [N, positions, K x C_in], each tap's run of channels
+    contiguous where channel-major columns copy runs of an output row (7 elements at 7x7), then
+    one product [positions, K x C_in] @ [K x C_in, C_out] and the output transposed back (few
+    positions: a small copy)."""
+    n, channels = x.shape[:2]
+    padded = channels_last(x, whole)                       # [N, S'..., C]
+    steps, rank = padded.strides, len(counts)
+    windows = strided_view(padded, (n, *counts, *kernel, channels),
+                           (steps[0], *(steps[1 + a] * geo.strides[a] for a in range(rank)),
+                            *(steps[1 + a] * geo.dilations[a] for a in range(rank)), steps[-1]))
+    columns = np.ascontiguousarray(windows).reshape(n, prod(counts), -1)
+    product = threads.matmul(columns, laid_out)            # [N, positions, C_out]
+    return np.ascontiguousarray(product.transpose(0, 2, 1)).reshape(n, 1, laid_out.shape[1], *counts)
 
 
 def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:

@@ -243,6 +243,16 @@ def transposed_output_dims(spatial: Sequence[DimLike], kernel, strides, dilation
     return dims, notes
 
 
+def window_layout(spatial, kernel, geo) -> tuple[list[tuple[int, int]], list[int]]:
+    """(whole, counts): the (lo, hi) range of the input each spatial axis covers once padded,
+    and the output's spatial size."""
+    pb, pe = resolve_pads(spatial, kernel, geo.strides, geo.dilations, geo.pads_begin, geo.pads_end, geo.auto_pad)
+    whole = [(-b, size + e) for size, b, e in zip(spatial, pb, pe)]
+    counts = [(hi - lo - effective_kernel(k, d)) // s + 1
+              for (lo, hi), k, d, s in zip(whole, kernel, geo.dilations, geo.strides)]
+    return whole, counts
+
+
 def tap_outputs(size: int, outputs: int, stride: int, shift: int) -> tuple[int, int]:
     """(first, last): the outputs j in [first, last) whose tap at input index j * stride + shift
     lies inside an axis of `size` elements (the others read padding); first >= last when none."""
@@ -287,6 +297,35 @@ def zero_extended(x: np.ndarray, region) -> np.ndarray:
 
 
 BORDERS_ONLY_ELEMENTS = 1 << 18     # below it, np.zeros and one copy make fewer calls
+
+
+def channels_last(x: np.ndarray, region) -> np.ndarray:
+    """x [N, C, S...] as [N, S'..., C], zero-extended to `region` ((lo, hi) per spatial axis, as
+    `zero_extended`) in the same copy: a padded copy and a transposed one took twice as long
+    (MobileNetV3's depthwise layers, 0.7 ms of padding; im2col's channels-last columns)."""
+    out = phased_channels_last(x, region, 1)
+    return out.reshape(*out.shape[:-3], *out.shape[-2:])
+
+
+def phased_channels_last(x: np.ndarray, region, stride: int) -> np.ndarray:
+    """`channels_last` with the last spatial axis cut into its `stride` phases: [N, S'_lead...,
+    stride, ceil(S'_last / stride), C], phase p holding the columns p, p + stride, ... of the
+    zero-extended data (one copy either way)."""
+    inside, widths, target = inside_region(x.shape[2:], region)
+    n, channels = x.shape[:2]
+    width = region[-1][1] - region[-1][0]
+    shape = (n, *(hi - lo for lo, hi in region[:-1]), stride, -(-width // stride), channels)
+    padded = any(left or right for left, right in widths) or width % stride
+    out = np.zeros(shape, x.dtype) if padded else np.empty(shape, x.dtype)
+    data = x[(slice(None), slice(None)) + tuple(inside)].transpose((0, *range(2, x.ndim), 1))
+    first, last = target[-1].start, target[-1].stop       # the data's columns in the extended frame
+    for phase in range(stride):
+        start = first + (phase - first) % stride
+        if start < last:
+            count = len(range(start, last, stride))
+            out[(slice(None),) + tuple(target[:-1]) + (phase, slice(start // stride, start // stride + count))] = \
+                data[..., start - first::stride, :]
+    return out
 
 
 def padded_rows(sample: np.ndarray, buffer: np.ndarray, whole, first: int, height: int, slack: int) -> np.ndarray:
