@@ -793,3 +793,28 @@ def test_kernel_larger_than_padded_input(tmp_path):
     xml = hand_written_conv(tmp_path, "Convolution", (1, 3, 2, 2), (6, 3, 3, 3), out_dims=(1, 6, 1, 1))
     (error,) = irrun.validate(xml).errors
     assert error.layer.name == "the_conv" and "larger than spatial dim 2" in error.message
+
+
+@pytest.mark.parametrize("channels, out, spatial, kernel, strides, dilations, pads, auto_pad, batch", [
+    (512, 64, [7, 7], [3, 3], [1, 1], [1, 1], ([1, 1], [1, 1]), "explicit", 1),     # ResNet's last stage
+    (128, 96, [20, 20], [3, 3], [2, 2], [1, 1], ([1, 1], [1, 1]), "explicit", 2),   # a strided one, two samples
+    (64, 32, [9, 12], [3, 3], [2, 1], [2, 2], ([2, 0], [1, 3]), "explicit", 1),     # dilated, uneven pads
+    (96, 48, [11, 10], [5, 3], [1, 2], [1, 1], ([0, 0], [0, 0]), "same_upper", 1),
+    (64, 40, [16, 16], [2, 2], [1, 1], [1, 1], ([0, 0], [0, 0]), "valid", 1),     # 225 positions
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_channels_last_columns(channels, out, spatial, kernel, strides, dilations, pads, auto_pad, batch, dtype,
+                               monkeypatch, tmp_path):
+    """2-D layers of 64 input channels or more over at most 256 output positions, each kernel on one
+    core: columns copied channels-last, by the filter laid out so at load; OpenVINO's output for
+    every stride, dilation, padding and batch (f16 data computed in f32, as the CPU plugin does)."""
+    calls = []
+    run = im2col.channels_last_columns_times_filter
+    monkeypatch.setattr(im2col, "channels_last_columns_times_filter", lambda *a: calls.append(1) or run(*a))
+    monkeypatch.setattr(irrun.threads, "one_core_a_kernel", lambda: True)
+    x = ops.parameter([batch, channels, *spatial], dtype, name="x")
+    w = (rand(out, channels, *kernel, seed=3) / np.sqrt(channels * np.prod(kernel))).astype(dtype)
+    node = conv(x, ops.constant(w), strides, pads[0], pads[1], dilations, auto_pad)
+    compare(model_of(node, x), [rand(batch, channels, *spatial, seed=4).astype(dtype)], tmp_path,
+            **(F16 if dtype == np.float16 else {}))
+    assert calls, "the channels-last columns were not used"

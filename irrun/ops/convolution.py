@@ -360,12 +360,12 @@ def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts):
     kind = _shape_kernel(w.shape, geo, whole, counts)
     if kind == "depthwise":
         return layout_of(w, geo, counts), works_channels_last(w.shape)
-    if kind in LAID_OUT_ALONE:
+    if kind in _LAID_OUT_ALONE:
         return _laid_out_alone(kind, w), True
     return None, False
 
 
-LAID_OUT_ALONE = ("row taps", "channels-last columns")     # the kernels that read a layout alone
+_LAID_OUT_ALONE = ("row taps", "channels-last columns")    # the kernels that read a layout alone
 
 
 def _laid_out_alone(kind: str, w: np.ndarray) -> np.ndarray:
@@ -611,7 +611,7 @@ class _ConvolutionFamily(Op):
             return lambda x, w: matmul(filters, x.reshape(columns)).reshape(shape)
         # the kernel the shapes choose, chosen here (1% of the YOLO-style net's time on each call)
         kind = _shape_kernel(weights.shape, geo, whole, counts)
-        if kind in LAID_OUT_ALONE:
+        if kind in _LAID_OUT_ALONE:
             # (a paired run's half of the output channels of channels-last columns: its columns of
             # the whole layer's layout)
             laid_out = self._whole_layers_columns(kind, weights[0, 0].size) if kind != "row taps" else None
