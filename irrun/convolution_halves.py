@@ -155,6 +155,7 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
     binds no kernel).
     kernel(args) -> that half's output channels (a new array)."""
     from .executor import StepInfo
+    from .ops.convolution import shape_only
     from .registry import TensorType
     grouped = head.node.layer.op_type == "GroupConvolution"
     units = weight.shape[0]                 # output channels, or groups
@@ -176,12 +177,12 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
         # (a Winograd or spectral layer's half computes by a view of the whole layer's transforms)
         op = with_attrs(head.op, {}, tile, None if grouped else (start, stop))
         op.held_layout = False
-        bound = (op.bind(info) or op.run) if bind is None else bind(info)
-        if bound is None:
+        kernel = op.bind(info) if bind is None else bind(info)
+        if kernel is None and bind is not None:
             return None
         held = held or op.held_layout
-        kernels.append(_convolution_kernel(bound, w, (start * inputs_per_unit, stop * inputs_per_unit)
-                                           if grouped else None))
+        kernels.append(_convolution_kernel(kernel or op.run, w if kernel is None else shape_only(w),
+                                           (start * inputs_per_unit, stop * inputs_per_unit) if grouped else None))
     return cut * per_unit, tuple(kernels), held
 
 
@@ -224,6 +225,7 @@ def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, window
     pointwise), or by `bind(the half's op, info)` where given (None where that binds no kernel).
     kernel(args) -> that half's output rows (a new array)."""
     from .executor import StepInfo
+    from .ops.convolution import shape_only
     from .registry import TensorType
     middle, (begin, end), halves = windows
     op = head.op
@@ -235,10 +237,11 @@ def _convolution_row_halves(head, weight: np.ndarray, data, shape: tuple, window
         out_shape = (*shape[:2], stop - first, *shape[3:])
         info = StepInfo([TensorType(x_shape, data.etype), TensorType(weight.shape, data.etype, weight)],
                         [TensorType(out_shape, data.etype)], frozenset(), (True,), None)
-        bound = (half.bind(info) or half.run) if bind is None else bind(half, info)
-        if bound is None:
+        kernel = half.bind(info) if bind is None else bind(half, info)
+        if kernel is None and bind is not None:
             return None
-        kernels.append(_convolution_kernel(bound, weight, None, rows))
+        kernels.append(_convolution_kernel(kernel or half.run, weight if kernel is None else shape_only(weight),
+                                           None, rows))
     return middle, tuple(kernels)
 
 

@@ -28,6 +28,7 @@ Arithmetic of output sizes and pads: `irrun.ops.window`.
 """
 from __future__ import annotations
 
+import mmap
 from math import prod
 from typing import Callable, NamedTuple
 
@@ -372,6 +373,20 @@ def _laid_out_alone(kind: str, w: np.ndarray) -> np.ndarray:
     return _stacked_row_filter(w) if kind == "row taps" else im2col.channels_last_filter(w)
 
 
+def _from_the_file(a) -> bool:
+    """Whether `a` is a view of the weights file's mapping (whose pages leave memory once a layout of
+    it replaces it), not an array made at load."""
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return isinstance(a, (memoryview, mmap.mmap))
+
+
+def shape_only(w: np.ndarray) -> np.ndarray:
+    """An array of w's shape and type that holds none of its values (zeros, one element's memory):
+    what a kernel that reads a layout of the filter alone keeps of the filter."""
+    return np.broadcast_to(np.zeros((), w.dtype), w.shape)
+
+
 def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
     """x [N, G*Cg, S...], w [G, Og, Cg, K...] -> [N, G*Og, O...]."""
     whole, counts = window_layout(x.shape[2:], w.shape[3:], geo)
@@ -611,6 +626,10 @@ class _ConvolutionFamily(Op):
             return lambda x, w: matmul(filters, x.reshape(columns)).reshape(shape)
         # the kernel the shapes choose, chosen here (1% of the YOLO-style net's time on each call)
         kind = _shape_kernel(weights.shape, geo, whole, counts)
+        if kind == "channels-last columns" and not _from_the_file(source):
+            # (a filter made at load, f16 weights' Convert, would stay beside its layout: ResNet-18's
+            # five such layers 33 MiB more, where the file's pages leave memory)
+            kind = None
         if kind in _LAID_OUT_ALONE:
             # (a paired run's half of the output channels of channels-last columns: its columns of
             # the whole layer's layout)
@@ -618,6 +637,9 @@ class _ConvolutionFamily(Op):
             if laid_out is None:
                 laid_out = self._laid_out_once(source, kind, lambda: _laid_out_alone(kind, weights))
             alone = True
+            weights = shape_only(weights)       # (nor does it keep the filter's values)
+        elif kind is None:
+            laid_out, alone = None, False
         else:
             laid_out, alone = laid_out_filter(weights, geo, whole, counts)
             self.held_layout = laid_out is not None
