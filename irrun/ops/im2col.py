@@ -51,13 +51,18 @@ SPLIT_DEPTH_CHANNELS = 8
 # along its columns: 512 -> 512 at 7x7 1.11, 128 -> 256 from 28x28 at stride 2 1.48).
 CHANNELS_LAST_MIN_CHANNELS = 64
 CHANNELS_LAST_MOST_POSITIONS = 256
+# ... and filters of at most this many elements: the layout is made at load, in fresh memory, from
+# the file's pages touched out of order (ResNet-18's 512-channel filters, 2.4 Mi elements, 10-30 ms
+# each on this VM: its load and first inference 172 -> 255 ms for 0.96 of an inference on one core)
+CHANNELS_LAST_MOST_FILTER_ELEMENTS = 1 << 19
 
 
 def channels_last_pays(filter_shape, counts) -> bool:
     """Whether `channels_last_columns_times_filter` is the kernel for a filter [G, Og, Cg, K...]."""
     groups, _, cg, *kernel = filter_shape
     return groups == 1 and len(kernel) == 2 and prod(kernel) > 1 and cg >= CHANNELS_LAST_MIN_CHANNELS \
-        and prod(counts) <= CHANNELS_LAST_MOST_POSITIONS and threads.one_core_a_kernel()
+        and prod(counts) <= CHANNELS_LAST_MOST_POSITIONS and prod(filter_shape) <= CHANNELS_LAST_MOST_FILTER_ELEMENTS \
+        and threads.one_core_a_kernel()
 
 
 def channels_last_filter(w: np.ndarray) -> np.ndarray:
