@@ -325,7 +325,8 @@ def _channels_last_into_depthwise(plan, steps: list) -> None:
     layer (EfficientNet's 96 channels at 112x112: 1.0 ms).  The values are the same; only the
     strides of the array differ, which the elementwise layers between follow (threads.in_parts
     cuts along the axis outermost in memory)."""
-    from .ops.convolution import pointwise_unpadded, window_layout
+    from .ops.convolution import window_layout
+    from .ops.im2col import pointwise_unpadded
     from .ops.depthwise import works_channels_last
     producers, readers = {}, {}
     for step in steps:

@@ -554,10 +554,10 @@ def test_a_1x1_convolution_feeding_a_depthwise_one_writes_channels_last(monkeypa
     optimize=False within the last bits (its GEMM runs transposed, which OpenBLAS may round
     differently for small products); none where the output has another reader, the 1x1 is strided
     or the depthwise layer works channels-first."""
-    import irrun.ops.convolution as convolution
+    import irrun.ops.im2col as im2col
     made = []
-    pointwise = convolution._pointwise_channels_last
-    monkeypatch.setattr(convolution, "_pointwise_channels_last",
+    pointwise = im2col.pointwise_channels_last
+    monkeypatch.setattr(im2col, "pointwise_channels_last",
                         lambda x, w_t: made.append(w_t.shape) or pointwise(x, w_t))
     xml = save(_inverted_residuals(), tmp_path / "m.xml")
     feeds = {"x": RNG.standard_normal((2, 24, 14, 15)).astype(np.float32)}

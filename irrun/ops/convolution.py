@@ -39,7 +39,7 @@ from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
 from . import im2col
-from .common import channels_first_view, sum_of_squares
+from .common import sum_of_squares
 from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
 from .fft_convolution import SpectralFilter, block_length, fft_conv, fft_pays, fft_suits
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
@@ -110,29 +110,6 @@ def _in_batch_slices(fn, x: np.ndarray, per_sample: int) -> np.ndarray:
     if step >= x.shape[0]:
         return fn(x)
     return np.concatenate([fn(x[i:i + step]) for i in range(0, x.shape[0], step)])
-
-
-def _pointwise(x, w, geo: Geometry) -> np.ndarray:
-    """1x1 kernel: the (strided) input is already the im2col matrix."""
-    groups, og, cg = w.shape[:3]
-    strided = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in geo.strides)]
-    return threads.matmul(w.reshape(groups, og, cg), strided.reshape(x.shape[0], groups, cg, -1))
-
-
-def _pointwise_channels_last(x, w_t) -> np.ndarray:
-    """A 1x1, stride-1, unpadded convolution of one group written channels-last: [N, P, C_in] @
-    w_t [C_in, C_out] (BLAS reads x's channels as they are), returned as the [N, C_out, S...]
-    view of that [N, S..., C_out] array."""
-    n, c = x.shape[:2]
-    product = threads.matmul(x.reshape(n, c, -1).swapaxes(1, 2), w_t)
-    return channels_first_view(product).reshape(n, w_t.shape[1], *x.shape[2:])
-
-
-def pointwise_unpadded(filter_shape, geo: Geometry, whole, spatial) -> bool:
-    """A 1x1 filter [G, Og, Cg, 1...] of one group at stride 1 whose window covers the data as it
-    is (no padding): what `_pointwise_channels_last` computes."""
-    return filter_shape[0] == 1 and all(k == 1 for k in filter_shape[3:]) and all(s == 1 for s in geo.strides) \
-        and list(whole) == [(0, size) for size in spatial]
 
 
 def _im2col(x, w, geo: Geometry, whole, counts) -> np.ndarray:
@@ -334,7 +311,10 @@ def _phase_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
                      [(0, size) for size in phased], counts)
 
 
-def _shape_kernel(filter_shape, geo: Geometry, whole, counts) -> str | None:
+_UNDECIDED = "undecided"
+
+
+def _shape_kernel(filter_shape, geo: Geometry, whole, counts, channels_last: bool = True) -> str | None:
     """The kernel `_direct` takes where the shapes alone decide it: "depthwise", "pointwise",
     "phase taps", "channels-last columns" or "row taps"; None for the rest (tap by tap or im2col,
     which the pool's state at the call decides)."""
@@ -344,21 +324,22 @@ def _shape_kernel(filter_shape, geo: Geometry, whole, counts) -> str | None:
         return "pointwise"
     if _phase_taps_pay(filter_shape, geo):
         return "phase taps"
-    if im2col.channels_last_pays(filter_shape, counts):
+    if channels_last and im2col.channels_last_pays(filter_shape, counts):
         return "channels-last columns"
     if _row_taps_pay(filter_shape, geo, whole, counts):
         return "row taps"
     return None
 
 
-def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts):
-    """(layout, alone): the filter as the kernel `_direct` takes for these shapes reads it, where
-    that kernel would lay it out on every call (bound once for a constant filter): the depthwise
-    kernels' (`depthwise.layout_of`) and the row taps' (`_stacked_row_filter`: 38 us a call for
-    128 -> 128 channels, a sixth of the layer at 10 x 10), else None; and whether the kernel reads
-    that layout alone, never the filter as it is (not the depthwise kernel tap by tap).  (The
-    phase taps' filter, a stem's, is small: laid out per call.)"""
-    kind = _shape_kernel(w.shape, geo, whole, counts)
+def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts, kind: str | None = _UNDECIDED):
+    """(layout, alone): the filter as the kernel `_direct` takes for these shapes (or `kind`) reads
+    it, where that kernel would lay it out on every call (bound once for a constant filter): the
+    depthwise kernels' (`depthwise.layout_of`), the row taps' (`_stacked_row_filter`: 38 us a call
+    for 128 -> 128 channels, a sixth of the layer at 10 x 10) and the channels-last columns', else
+    None; and whether the kernel reads that layout alone, never the filter as it is (not the
+    depthwise kernel tap by tap).  (The phase taps' filter, a stem's, is small: laid out per call.)"""
+    if kind is _UNDECIDED:
+        kind = _shape_kernel(w.shape, geo, whole, counts)
     if kind == "depthwise":
         return layout_of(w, geo, counts), works_channels_last(w.shape)
     if kind in _LAID_OUT_ALONE:
@@ -394,9 +375,6 @@ def conv_forward(x: np.ndarray, w: np.ndarray, geo: Geometry) -> np.ndarray:
     return _to_output(_direct(x.astype(ct, copy=False), w.astype(ct, copy=False), geo, whole, counts), out_dtype)
 
 
-_UNDECIDED = "undecided"
-
-
 def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, laid_out=None,
             kind: str | None = _UNDECIDED) -> np.ndarray:
     """The convolution in x's (compute) type by the kernel that suits its shape (`laid_out`: the
@@ -410,7 +388,7 @@ def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, laid_out
     elif kind == "depthwise":
         out = depthwise(x, w, geo, whole, counts, laid_out)
     elif kind == "pointwise":
-        out = _pointwise(zero_extended(x, whole), w, geo)
+        out = im2col.pointwise(zero_extended(x, whole), w, geo.strides)
     elif kind == "phase taps":
         out = _phase_taps(x, w, geo, whole, counts)
     elif kind == "row taps":
@@ -515,6 +493,9 @@ class _ConvolutionFamily(Op):
     # Set at load (irrun/optimize.py) where a 1x1 convolution feeds a depthwise one that works
     # channels-last: its output is then made in that layout (the same values; a strided view)
     channels_last_output = False
+    # The kernel `_bind_direct` took for the layer (`_shape_kernel`'s kind): a paired run's halves,
+    # copies of the op, take the channels-last columns only where the whole layer did
+    direct_kind: str | None = "not bound"
     # Set by `bind` where the kernel it binds holds a layout of the filter of its own (a transform,
     # a transposed or stacked copy): a paired run cuts such a layer's channels only in the middle,
     # where each place it cut them at would hold the filter again (irrun/convolution_halves.py)
@@ -609,7 +590,7 @@ class _ConvolutionFamily(Op):
         if min(counts, default=1) <= 0:
             return None
         source = step.inputs[1].value
-        if pointwise_unpadded(weights.shape, geo, whole, data.shape[2:]) and not depthwise_pays(weights.shape):
+        if im2col.pointwise_unpadded(weights.shape, geo, whole, data.shape[2:]) and not depthwise_pays(weights.shape):
             og, cg = weights.shape[1:3]
             if self.channels_last_output:
                 # (a paired run's half of the output channels: its columns of the whole layer's)
@@ -617,7 +598,7 @@ class _ConvolutionFamily(Op):
                 if w_t is None:
                     w_t = self._laid_out_once(source, "transposed",
                                               lambda: np.ascontiguousarray(weights[0].reshape(og, cg).T))
-                return lambda x, w: _pointwise_channels_last(x, w_t)
+                return lambda x, w: im2col.pointwise_channels_last(x, w_t)
             # the GEMM alone: a squeeze-excite layer's 1x1 on one position took 20-40 us, half of
             # it `_direct`'s choice of kernel and the padding check (EfficientNet has 32); the
             # YOLO-style net's 34 1x1 layers spent 0.9% of its time slicing and reshaping
@@ -626,10 +607,13 @@ class _ConvolutionFamily(Op):
             return lambda x, w: matmul(filters, x.reshape(columns)).reshape(shape)
         # the kernel the shapes choose, chosen here (1% of the YOLO-style net's time on each call)
         kind = _shape_kernel(weights.shape, geo, whole, counts)
-        if kind == "channels-last columns" and not _from_the_file(source):
+        if kind == "channels-last columns" and (not _from_the_file(source)
+                                                 or self.direct_kind not in ("not bound", kind)):
             # (a filter made at load, f16 weights' Convert, would stay beside its layout: ResNet-18's
-            # five such layers 33 MiB more, where the file's pages leave memory)
-            kind = None
+            # five such layers 33 MiB more, where the file's pages leave memory; and a paired run's
+            # half of a layer that took other columns would lay its filter out anew, at each level)
+            kind = _shape_kernel(weights.shape, geo, whole, counts, channels_last=False)
+        self.direct_kind = kind
         if kind in _LAID_OUT_ALONE:
             # (a paired run's half of the output channels of channels-last columns: its columns of
             # the whole layer's layout)
@@ -638,10 +622,8 @@ class _ConvolutionFamily(Op):
                 laid_out = self._laid_out_once(source, kind, lambda: _laid_out_alone(kind, weights))
             alone = True
             weights = shape_only(weights)       # (nor does it keep the filter's values)
-        elif kind is None:
-            laid_out, alone = None, False
         else:
-            laid_out, alone = laid_out_filter(weights, geo, whole, counts)
+            laid_out, alone = laid_out_filter(weights, geo, whole, counts, kind)
             self.held_layout = laid_out is not None
         if alone and step.release is not None:
             # the kernel reads its laid-out copy alone: the filter's mapped pages go, as Winograd's do

@@ -5,6 +5,9 @@ the padded input (`window.window_view`), copied, then one batched matmul [G, C_o
 [N, G, C_in * K, positions].  Large layers run on every core while irrun's pool owns them
 (`threads.pool_owns_cores`): blocks of output rows, each copied and multiplied in one part, or,
 where the columns are one block, the copy and the GEMM cut by input channels (`_split_depth`).
+A 1x1 layer's input is its columns already (`pointwise`, `pointwise_channels_last`); small layers
+of many channels, each kernel on one core, copy their columns channels-last
+(`channels_last_columns_times_filter`).
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import threads
+from .common import channels_first_view
 from .window import channels_last, effective_kernel, strided_view, window_view, zero_extended
 
 if TYPE_CHECKING:
@@ -37,6 +41,29 @@ GATHER_SHORT_RUN = 16
 # Input channels per part, at least, where one block of columns is cut along them (`_split_depth`;
 # a 3-channel stem cut 1 : 2 would leave one core waiting)
 SPLIT_DEPTH_CHANNELS = 8
+
+
+def pointwise(x, w, strides) -> np.ndarray:
+    """1x1 kernel: the (strided) input is already the im2col matrix."""
+    groups, og, cg = w.shape[:3]
+    strided = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
+    return threads.matmul(w.reshape(groups, og, cg), strided.reshape(x.shape[0], groups, cg, -1))
+
+
+def pointwise_channels_last(x, w_t) -> np.ndarray:
+    """A 1x1, stride-1, unpadded convolution of one group written channels-last: [N, P, C_in] @
+    w_t [C_in, C_out] (BLAS reads x's channels as they are), returned as the [N, C_out, S...]
+    view of that [N, S..., C_out] array."""
+    n, c = x.shape[:2]
+    product = threads.matmul(x.reshape(n, c, -1).swapaxes(1, 2), w_t)
+    return channels_first_view(product).reshape(n, w_t.shape[1], *x.shape[2:])
+
+
+def pointwise_unpadded(filter_shape, geo: Geometry, whole, spatial) -> bool:
+    """A 1x1 filter [G, Og, Cg, 1...] of one group at stride 1 whose window covers the data as it
+    is (no padding): what `pointwise_channels_last` computes."""
+    return filter_shape[0] == 1 and all(k == 1 for k in filter_shape[3:]) and all(s == 1 for s in geo.strides) \
+        and list(whole) == [(0, size) for size in spatial]
 
 
 # Channels-last columns (`channels_last_columns_times_filter`): 2-D layers of one group with at least
