@@ -68,8 +68,9 @@ def pointwise_unpadded(filter_shape, geo: Geometry, whole, spatial) -> bool:
 
 # Channels-last columns (`channels_last_columns_times_filter`): 2-D layers of one group with at least
 # this many input channels over at most this many output positions, where each kernel runs on one
-# core (`threads.one_core_a_kernel`) and the filter comes from the file (convolution.py).  On one core of the AMD EPYC of family 19h (stop 63), against
-# the kernel the layer took: 512 -> 512 at 7x7 0.92 of the time (im2col), 256 -> 256 at 10x10
+# core (`threads.one_core_a_kernel`) and the filter comes from the file (convolution.py).  On one
+# core of the AMD EPYC of family 19h (stop 63), against the kernel the layer took: 512 -> 512 at
+# 7x7 0.92 of the time (im2col), 256 -> 256 at 10x10
 # 0.87, 128 -> 256 from 20x20 at stride 2 0.85, 256 -> 512 from 14x14 at stride 2 0.88, 64 -> 64
 # from 20x20 at stride 2 0.64, 128 -> 128 at 10x10 0.68 (row taps); 128 -> 256 from 28x28 at
 # stride 2 (196 positions) 0.96; at more positions the channel-major columns win (64 -> 128 from
