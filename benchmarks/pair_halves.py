@@ -56,7 +56,7 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
     """{"paired": bool, "steps": [{"name", "type", "axis", "middle", "data", "output", "first", "second",
     "whole"}]} for one IR, in this process (shapes of its first input and of its output)."""
     import irrun
-    from irrun import process_pair, threads
+    from irrun import pairing, process_pair, threads
     captured: dict[int, tuple] = {}       # split index -> (its step's arguments in a paired run, which are constants)
     kernel_of = process_pair.Pair._kernel
 
@@ -74,7 +74,7 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
             return kernel(*args)
         return parent_kernel
     process_pair.Pair._kernel = capturing
-    model = irrun.load(xml, threads=threads.PAIRED_THREADS)
+    model = irrun.load(xml, threads=pairing.PAIRED_THREADS)
     for _ in range(process_pair.PAIR_AFTER_RUNS + 2):
         model.infer(inputs)
     plan = model._plan

@@ -88,7 +88,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import fast_loop, threads
+from . import fast_loop, pairing, threads
 from .ops.common import channels_first_view
 from .fast_loop import straight_line
 from .split_steps import Split, splits_of
@@ -361,7 +361,7 @@ class Pair:
     def run(self, slots: list) -> bool:
         """Run the program with the worker; False (nothing run) where this run must go alone: the
         feeds are not the shapes the arena holds, the threads are no longer
-        `threads.PAIRED_THREADS`, another thread runs the pair, the worker is gone."""
+        `pairing.PAIRED_THREADS`, another thread runs the pair, the worker is gone."""
         for s, view in self.feed_views:
             value = slots[s]
             if value.shape != view.shape or value.dtype != view.dtype:
@@ -369,7 +369,7 @@ class Pair:
         if self.generation != _generation:
             self.dead = True            # (a forked copy of the process that made the pair)
             return False
-        if threads.threads() != threads.PAIRED_THREADS or not self.lock.acquire(blocking=False):
+        if threads.threads() != pairing.PAIRED_THREADS or not self.lock.acquire(blocking=False):
             return False
         try:
             if self.alone and not self._worker_alive():
@@ -600,7 +600,7 @@ def _stop_worker(control: np.ndarray, pid: int, wake: int, parent: int) -> None:
 def pair_for(plan) -> Pair | None:
     """A started pair for the plan, or None where it runs in one process (also a plan of more
     steps than irrun/fast_loop.py writes out: both processes' programs are written out, at once)."""
-    if not threads.paired_processes() or len(plan._program) > fast_loop.WRITE_OUT_MOST_STEPS:
+    if not pairing.paired_processes() or len(plan._program) > fast_loop.WRITE_OUT_MOST_STEPS:
         return None
     splits = splits_of(plan)
     if splits is None:

@@ -48,8 +48,6 @@ from __future__ import annotations
 import contextvars
 import ctypes
 import os
-import platform
-import sys
 import threading
 from math import prod
 from typing import Callable, Sequence
@@ -114,33 +112,6 @@ def threads() -> int:
     if _threads is None:
         set_threads(None)
     return _threads
-
-
-# The threads a paired run is for (irrun/process_pair.py): the pair's two processes each hold BLAS
-# to one thread, so with more threads it would leave every core but two idle, where one process runs
-# its GEMMs on all of them through BLAS and its convolutions in parts on the pool (the pair was
-# measured against those on two cores only).
-PAIRED_THREADS = 2
-
-
-def paired_processes() -> bool:
-    """Whether a convolution or BLAS network's runs go in two processes (irrun/process_pair.py),
-    each running its half of every large step on one core: `IRRUN_PROCESSES` not 1, Linux on x86-64
-    with fork, and PAIRED_THREADS threads exactly.  (Here, with the rest of how the cores are shared:
-    kernels that choose by the cores they get ask it at load, before any pair exists.)"""
-    setting = os.environ.get("IRRUN_PROCESSES", "").strip()
-    if setting == "1" or setting.lower() in ("0", "off", "false", "no"):
-        return False
-    return (sys.platform.startswith("linux") and hasattr(os, "fork")
-            and platform.machine().lower() in ("x86_64", "amd64")
-            and threads() == PAIRED_THREADS and available_cpus() >= PAIRED_THREADS)
-
-
-def one_core_a_kernel() -> bool:
-    """Whether each kernel runs on one core: one thread, or a network's steps in halves on two
-    processes (`paired_processes`).  Kernels whose best form differs so ask it at load (Winograd's
-    tile, im2col's channels-last columns)."""
-    return threads() == 1 or paired_processes()
 
 
 def set_threads(n: int | None) -> int:

@@ -14,7 +14,7 @@ import openvino.opset13 as ops
 import pytest
 
 import irrun
-from irrun import threads
+from irrun import pairing, threads
 from irrun.errors import UsageError
 from irrun.ops import convolution, depthwise, im2col, winograd
 from ovutil import assert_close, compare, run_in_threads, run_openvino, save
@@ -153,10 +153,10 @@ def test_winograd_auto_rule(ci, co, size, cores, tile, monkeypatch, tmp_path):
     run = convolution.winograd_conv
     monkeypatch.setattr(convolution, "winograd_conv", lambda x, f, *a: tiles.append(f.m) or run(x, f, *a))
     before = threads.threads()
-    threads.set_threads(1 if cores == "one" else threads.PAIRED_THREADS)
+    threads.set_threads(1 if cores == "one" else pairing.PAIRED_THREADS)
     model, feeds = conv3x3(ci, co, size)
     try:
-        if cores == "paired" and not threads.paired_processes():
+        if cores == "paired" and not pairing.paired_processes():
             pytest.skip("no paired runs on this machine (Linux on x86-64, two CPUs or more)")
         # (F(4,3) within its documented bound: `test_winograd_error_against_float64`)
         compare(model, feeds, tmp_path, **({"atol": WINOGRAD_ERROR[4]} if tile == 4 else {}))

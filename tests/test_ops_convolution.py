@@ -813,7 +813,7 @@ def test_channels_last_columns(channels, out, spatial, kernel, strides, dilation
     calls = []
     run = im2col.channels_last_columns_times_filter
     monkeypatch.setattr(im2col, "channels_last_columns_times_filter", lambda *a: calls.append(1) or run(*a))
-    monkeypatch.setattr(irrun.threads, "one_core_a_kernel", lambda: True)
+    monkeypatch.setattr(irrun.pairing, "one_core_a_kernel", lambda: True)
     x = ops.parameter([batch, channels, *spatial], dtype, name="x")
     w = (rand(out, channels, *kernel, seed=3) / np.sqrt(channels * np.prod(kernel))).astype(dtype)
     node = conv(x, ops.constant(w), strides, pads[0], pads[1], dilations, auto_pad)

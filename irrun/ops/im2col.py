@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import threads
+from .. import pairing, threads
 from .common import channels_first_view
 from .window import channels_last, effective_kernel, strided_view, window_view, zero_extended
 
@@ -68,7 +68,7 @@ def pointwise_unpadded(filter_shape, geo: Geometry, whole, spatial) -> bool:
 
 # Channels-last columns (`channels_last_columns_times_filter`): 2-D layers of one group with at least
 # this many input channels over at most this many output positions, where each kernel runs on one
-# core (`threads.one_core_a_kernel`) and the filter comes from the file (convolution.py).  On one
+# core (`pairing.one_core_a_kernel`) and the filter comes from the file (convolution.py).  On one
 # core of the AMD EPYC of family 19h (stop 63), against the kernel the layer took: 512 -> 512 at
 # 7x7 0.92 of the time (im2col), 256 -> 256 at 10x10
 # 0.87, 128 -> 256 from 20x20 at stride 2 0.85, 256 -> 512 from 14x14 at stride 2 0.88, 64 -> 64
@@ -90,7 +90,7 @@ def channels_last_pays(filter_shape, counts) -> bool:
     groups, _, cg, *kernel = filter_shape
     return groups == 1 and len(kernel) == 2 and prod(kernel) > 1 and cg >= CHANNELS_LAST_MIN_CHANNELS \
         and prod(counts) <= CHANNELS_LAST_MOST_POSITIONS and prod(filter_shape) <= CHANNELS_LAST_MOST_FILTER_ELEMENTS \
-        and threads.one_core_a_kernel()
+        and pairing.one_core_a_kernel()
 
 
 def channels_last_filter(w: np.ndarray) -> np.ndarray:

@@ -51,7 +51,7 @@ from math import prod
 
 import numpy as np
 
-from .. import threads
+from .. import pairing, threads
 from .window import strided_view, zero_extended
 
 # Transform matrices (Toom-Cook), in float64: F(2,3) at the points 0, 1, -1, inf; F(4,3) at 0, 1, -1,
@@ -240,7 +240,7 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
     "auto" (AUTO_TILES): F(4,3) for 64 channels or more over 14x14 outputs or more where its
     transformed filter fits 16 MiB (256 channels: 9 MiB), 8 MiB on one thread; F(2,3) for 128 or
     more over 14x14 or more where its fits 4 MiB -- on one thread at any size.  "One thread" counts
-    a layer of a network run in two processes too (`threads.one_core_a_kernel`), each of which runs
+    a layer of a network run in two processes too (`pairing.one_core_a_kernel`), each of which runs
     its half of the layer on one core: ResNet-18's three 256 -> 256 layers at 14x14 then by F(2,3),
     their halves (by output channels, one after the other on one core, alternating with F(4,3)'s in
     one process, three runs) 0.88-0.90 of their time, the detector's 256 -> 256 at 10x20 0.76, all
@@ -295,7 +295,7 @@ def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
         return 4 if min(c_in, c_out) >= F43_MIN_CHANNELS else None
     if choice != "auto":
         return 2 if min(c_in, c_out) >= F23_MIN_CHANNELS else None
-    one_core = threads.one_core_a_kernel()
+    one_core = pairing.one_core_a_kernel()
     for m, fewest_channels, fewest_positions, most_bytes, most_bytes_one_thread in AUTO_TILES:
         if one_core:
             most_bytes = most_bytes_one_thread
