@@ -16,7 +16,7 @@ import pytest
 import irrun
 from irrun import pairing, threads
 from irrun.errors import UsageError
-from irrun.ops import convolution, depthwise, im2col, winograd
+from irrun.ops import convolution, depthwise, im2col, row_taps, winograd
 from ovutil import assert_close, compare, run_in_threads, run_openvino, save
 
 
@@ -974,7 +974,7 @@ def test_strided_stem_over_phases_in_parts(two_threads, monkeypatch, tmp_path):
     """A YOLOv5-style 6x6 / 2 stem, 3 -> 32 channels at 320 x 320 (88 M multiply-adds): the row-tap
     kernel over the input's phases, its blocks in two parts; OpenVINO's outputs, and one thread's."""
     xml, loaded = convolution_alone([1, 3, 320, 320], (32, 3, 6, 6), 2, 2, tmp_path / "stem")
-    phases = spy(monkeypatch, convolution, "_phase_taps")
+    phases = spy(monkeypatch, row_taps, "phase_taps")
     splits = record_parts(monkeypatch, lambda fn, ranges: len(ranges))
     image = rand(1, 3, 320, 320, seed=4)
     parallel = loaded.infer([image])[0]

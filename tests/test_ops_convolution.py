@@ -10,7 +10,7 @@ from irxml import edge, layer, net, port, write
 from ovutil import assert_blas_close, assert_close, compare, run_openvino, save
 import irrun
 from irrun.errors import ModelError
-from irrun.ops import convolution, im2col, window
+from irrun.ops import convolution, im2col, row_taps, window
 from irrun.shapes import format_shape
 
 AUTO_PADS = ["explicit", "same_upper", "same_lower", "valid"]
@@ -456,11 +456,11 @@ def test_stride_one_tap_by_tap(rank, kind, block_columns, dtype, monkeypatch, tm
     group takes the row-tap kernel (blocks of whole rows: one row, three of the ten with a last
     block of one that reaches into the bottom padding, the whole map)."""
     monkeypatch.setattr(convolution, "TAP_BLOCK_COLUMNS", block_columns)
-    monkeypatch.setattr(convolution, "ROW_TAP_BLOCK_COLUMNS", block_columns)
+    monkeypatch.setattr(row_taps, "ROW_TAP_BLOCK_COLUMNS", block_columns)
     calls = []
-    path = "_row_taps" if rank == 2 and kind == "conv" else "_shifted_taps"
-    taps = getattr(convolution, path)
-    monkeypatch.setattr(convolution, path, lambda *args: calls.append(1) or taps(*args))
+    module, path = (row_taps, "row_taps") if rank == 2 and kind == "conv" else (convolution, "_shifted_taps")
+    taps = getattr(module, path)
+    monkeypatch.setattr(module, path, lambda *args: calls.append(1) or taps(*args))
     spatial, kernel, pads_begin, pads_end, dilations = TAP_GEOMETRY[rank]
     make = rand if dtype != np.int32 else (lambda *shape, seed=0: ints(*shape, dtype=dtype, seed=seed))
     channels = 16 if kind == "conv" else 64
@@ -478,28 +478,28 @@ def test_stride_one_tap_by_tap(rank, kind, block_columns, dtype, monkeypatch, tm
 
 
 @pytest.mark.parametrize("size", ["small", "ResNeXt-like"])
-@pytest.mark.parametrize("block_columns", [7, convolution.ROW_TAP_BLOCK_COLUMNS])
+@pytest.mark.parametrize("block_columns", [7, row_taps.ROW_TAP_BLOCK_COLUMNS])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_grouped_row_taps(size, block_columns, dtype, monkeypatch, tmp_path):
     """Groups of 32 input channels or more take the row-tap kernel, each group's GEMM in one
     batched call: two samples, dilations, uneven pads, blocks that end mid-map; the small case
     with the size rule lifted, the ResNeXt-like one (30 x 30 outputs, a convolution network whose
     blocks run in parts) as it stands."""
-    monkeypatch.setattr(convolution, "ROW_TAP_BLOCK_COLUMNS", block_columns)
+    monkeypatch.setattr(row_taps, "ROW_TAP_BLOCK_COLUMNS", block_columns)
     if size == "small":
-        monkeypatch.setattr(convolution, "ROW_TAP_MIN_GROUP_POSITIONS", 0)
+        monkeypatch.setattr(row_taps, "ROW_TAP_MIN_GROUP_POSITIONS", 0)
         spatial, kernel, pads_begin, pads_end, dilations = TAP_GEOMETRY[2]
     else:
         spatial, kernel, pads_begin, pads_end, dilations = [30, 30], [3, 3], [1, 1], [1, 1], [1, 1]
     calls = []
-    taps = convolution._row_taps
-    monkeypatch.setattr(convolution, "_row_taps", lambda *args: calls.append(1) or taps(*args))
+    taps = row_taps.row_taps
+    monkeypatch.setattr(row_taps, "row_taps", lambda *args: calls.append(1) or taps(*args))
     x = ops.parameter([2, 96, *spatial], dtype, name="x")
     # (weights scaled to outputs of about unit size: 288 products a sum)
     node = group_conv(x, ops.constant((rand(3, 40, 32, *kernel, seed=1) / 16).astype(dtype)), [1, 1], pads_begin,
                       pads_end, dilations)
     compare(model_of(node, x), [rand(2, 96, *spatial).astype(dtype)], tmp_path, **(F16 if dtype == np.float16 else {}))
-    assert calls, "_row_taps was not used"
+    assert calls, "row_taps was not used"
 
 
 @pytest.mark.parametrize("kind", ["row taps", "channels-last columns", "depthwise rows", "depthwise windows",
@@ -516,12 +516,12 @@ def test_laid_out_filters_bound_and_mapped_ones_released(kind, monkeypatch, tmp_
     release = Weights.release
     monkeypatch.setattr(Weights, "release", lambda self, array: released.append(array.shape) or release(self, array))
     made, calls = [], []
-    layout, kernel = {"row taps": ("_stacked_row_filter", "_row_taps"),
+    layout, kernel = {"row taps": ("stacked_row_filter", "row_taps"),
                       "channels-last columns": ("channels_last_filter", "channels_last_columns_times_filter"),
                       "depthwise rows": ("row_filter", "_depthwise_rows"),
                       "depthwise windows": ("windows_filter", "_depthwise_einsum"),
                       "depthwise taps": ("row_filter", "_depthwise_taps")}[kind]
-    module = {"row taps": convolution, "channels-last columns": im2col}.get(kind, depthwise)
+    module = {"row taps": row_taps, "channels-last columns": im2col}.get(kind, depthwise)
     for name, seen in ((layout, made), (kernel, calls)):
         original = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, _f=original, _seen=seen: _seen.append(1) or _f(*a))
@@ -553,7 +553,7 @@ def test_laid_out_filters_bound_and_mapped_ones_released(kind, monkeypatch, tmp_
 def test_grouped_row_taps_only_for_wide_groups():
     """Groups of 16 channels, or under 28 x 28 outputs, keep the other kernels (measured slower)."""
     geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
-    pays = convolution._row_taps_pay
+    pays = row_taps.row_taps_pay
     assert pays((4, 32, 32, 3, 3), geo, [(-1, 57), (-1, 57)], [56, 56])
     assert not pays((4, 32, 16, 3, 3), geo, [(-1, 57), (-1, 57)], [56, 56])
     assert not pays((4, 64, 64, 3, 3), geo, [(-1, 15), (-1, 15)], [14, 14])
@@ -568,12 +568,12 @@ def test_tap_by_tap_negative_pads_agree_with_im2col(rank, monkeypatch):
                                "explicit")
     x, w = rand(2, 16, *(9, 8, 6)[:rank]), rand(1, 12, 16, *(3, 2, 3)[:rank], seed=1)
     calls = []
-    path = "_row_taps" if rank == 2 else "_shifted_taps"      # (2-D, one group: the row-tap kernel)
-    taps = getattr(convolution, path)
-    monkeypatch.setattr(convolution, path, lambda *args: calls.append(1) or taps(*args))
+    module, path = (row_taps, "row_taps") if rank == 2 else (convolution, "_shifted_taps")   # (2-D, one group: row taps)
+    taps = getattr(module, path)
+    monkeypatch.setattr(module, path, lambda *args: calls.append(1) or taps(*args))
     got = convolution.conv_forward(x, w, geo)
     monkeypatch.setattr(convolution, "TAP_MAX_CHANNELS", 0)
-    monkeypatch.setattr(convolution, "ROW_TAP_CHANNELS", (0, 0))
+    monkeypatch.setattr(row_taps, "ROW_TAP_CHANNELS", (0, 0))
     assert_blas_close(got, convolution.conv_forward(x, w, geo))
     assert calls == [1]
 
@@ -598,15 +598,15 @@ def test_strided_kernel_over_phases(case, dtype, monkeypatch, tmp_path):
     order: within the tolerance, not bit for bit)."""
     channels, spatial, kernel, strides, pads_begin, pads_end, auto_pad = PHASE_CASES[case]
     calls = []
-    phases = convolution._phase_taps
-    monkeypatch.setattr(convolution, "_phase_taps", lambda *args: calls.append(1) or phases(*args))
+    phases = row_taps.phase_taps
+    monkeypatch.setattr(row_taps, "phase_taps", lambda *args: calls.append(1) or phases(*args))
     x = ops.parameter([2, channels, *spatial], dtype, name="x")
     node = conv(x, ops.constant(rand(7, channels, *kernel, seed=1).astype(dtype)), strides, pads_begin, pads_end,
                 [1, 1], auto_pad)
     data = rand(2, channels, *spatial).astype(dtype)
     got = compare(model_of(node, x), [data], tmp_path, **(F16 if dtype == np.float16 else {}))
-    assert calls, "_phase_taps was not used"
-    monkeypatch.setattr(convolution, "_phase_taps_pay", lambda *args: False)
+    assert calls, "phase_taps was not used"
+    monkeypatch.setattr(row_taps, "phase_taps_pay", lambda *args: False)
     by_im2col = irrun.load(tmp_path / "model.xml").infer([data])
     assert_close(next(iter(got.values())), next(iter(by_im2col.values())),
                  **(F16 if dtype == np.float16 else dict(rtol=1e-5, atol=1e-5)))
@@ -617,21 +617,21 @@ def test_strided_kernel_over_phases_negative_pads():
     geo = convolution.Geometry((2, 2), (1, 1), (-1, 2), (2, -1), (0, 0), "explicit")
     x, w = rand(2, 3, 13, 12), rand(1, 5, 3, 4, 6, seed=1)
     whole, counts = convolution.window_layout(x.shape[2:], w.shape[3:], geo)
-    assert convolution._phase_taps_pay(w.shape, geo)
-    np.testing.assert_allclose(convolution._phase_taps(x, w, geo, whole, counts),
+    assert row_taps.phase_taps_pay(w.shape, geo)
+    np.testing.assert_allclose(row_taps.phase_taps(x, w, geo, whole, counts),
                                convolution._im2col(x, w, geo, whole, counts), rtol=1e-5, atol=1e-5)
 
 
 def test_strided_kernel_over_phases_only_where_the_stride_divides_it():
     strided = convolution.Geometry((2, 2), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
-    assert convolution._phase_taps_pay((1, 16, 3, 6, 6), strided)
-    assert not convolution._phase_taps_pay((1, 16, 3, 3, 3), strided)        # 3 taps over stride 2
-    assert not convolution._phase_taps_pay((1, 16, 3, 2, 2), strided)        # one tap a phase: a 1x1 layer
-    assert not convolution._phase_taps_pay((1, 128, 64, 4, 4), strided)      # 256 channels of phases
-    assert not convolution._phase_taps_pay((2, 8, 3, 6, 6), strided)         # grouped
+    assert row_taps.phase_taps_pay((1, 16, 3, 6, 6), strided)
+    assert not row_taps.phase_taps_pay((1, 16, 3, 3, 3), strided)        # 3 taps over stride 2
+    assert not row_taps.phase_taps_pay((1, 16, 3, 2, 2), strided)        # one tap a phase: a 1x1 layer
+    assert not row_taps.phase_taps_pay((1, 128, 64, 4, 4), strided)      # 256 channels of phases
+    assert not row_taps.phase_taps_pay((2, 8, 3, 6, 6), strided)         # grouped
     dilated = convolution.Geometry((2, 2), (2, 2), (1, 1), (1, 1), (0, 0), "explicit")
-    assert not convolution._phase_taps_pay((1, 16, 3, 6, 6), dilated)
-    assert not convolution._phase_taps_pay((1, 16, 3, 6), convolution.Geometry((2,), (1,), (1,), (1,), (0,), "explicit"))
+    assert not row_taps.phase_taps_pay((1, 16, 3, 6, 6), dilated)
+    assert not row_taps.phase_taps_pay((1, 16, 3, 6), convolution.Geometry((2,), (1,), (1,), (1,), (0,), "explicit"))
 
 
 def test_tap_by_tap_not_used_for_wide_or_strided_layers():

@@ -17,7 +17,7 @@ Kernels (BLAS through `matmul`, Python loops only over kernel taps):
               kernel needs no im2col; depthwise (C_in = 1): `depthwise`.
               Stride 1, 2-D, 16-128 input channels (a group): one GEMM per block of
               rows with the kernel's rows stacked into its depth and its columns into
-              its height, the column products added shifted (`_row_taps`).  Other
+              its height, the column products added shifted (`row_taps.row_taps`).  Other
               stride-1 layers with few channels (C_out <= C_in, 16 <= C_in <= 128): one
               GEMM per tap on the flattened padded input, where each tap's shift is a
               contiguous slice (no im2col copy).  1-D layers with long kernels and a
@@ -38,13 +38,12 @@ from .. import etypes, threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
-from . import im2col
+from . import im2col, row_taps
 from .common import sum_of_squares
 from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
 from .fft_convolution import SpectralFilter, block_length, fft_conv, fft_pays, fft_suits
 from .winograd import WinogradFilter, winograd_conv, winograd_tile
-from .window import (effective_kernel, forward_spatial, inside_region, padded_rows, tap_outputs,
-                     transposed_spatial, window_layout, zero_extended)
+from .window import effective_kernel, forward_spatial, padded_rows, transposed_spatial, window_layout, zero_extended
 
 
 class Geometry(NamedTuple):
@@ -177,140 +176,6 @@ def _shifted_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
     return out
 
 
-# Row taps (see `_row_taps`): output columns per block, at most this many elements in the stacked
-# input and in the product (8192 columns: 16 -> 16 channels 10% faster on two cores than 4096),
-# and the channel range measured faster than both other kernels (16 -> 16 at 160x320, 32 -> 32,
-# 64 -> 64 at 40x80 and 56x56: 0.7-0.95 of the tap-by-tap kernel's time on one core, 0.75-0.9 of
-# im2col's on two; 128 -> 128 about even, and Winograd takes those from 14x14).
-ROW_TAP_BLOCK_COLUMNS = 8192
-ROW_TAP_BLOCK_ELEMENTS = 1 << 19
-ROW_TAP_CHANNELS = (16, 128)
-# Grouped layers (ResNeXt-style): per group at least this many input channels, over at least this
-# many output positions.  Alone, pool's parts (and beside BLAS's threads alike): 4 groups of 32 at
-# 56 x 56 2.5 -> 1.9 ms, 3 of 32 at 56 x 56 2.0 -> 1.4, 2 of 64 at 28 x 28 1.45 -> 0.98, 8 of 32 at
-# 28 x 28 1.30 -> 1.18, 2 of 32 at 32 x 32 0.69 -> 0.55; slower with 16 channels a group (4 at
-# 56 x 56 0.96 -> 1.20; the CRNN's 0.86 -> 0.93) and at 14 x 14 (4 of 64: 0.70 -> 0.79).
-ROW_TAP_MIN_GROUP_CHANNELS = 32
-ROW_TAP_MIN_GROUP_POSITIONS = 28 * 28
-
-
-def _row_taps_pay(filter_shape, geo: Geometry, whole, counts) -> bool:
-    """Whether `_row_taps` is the kernel: stride 1, 2-D, ROW_TAP_CHANNELS input channels a group
-    (grouped: see ROW_TAP_MIN_GROUP_CHANNELS), and a padded row at most twice the output row (the
-    columns past the edge are computed and dropped)."""
-    groups, og, cg, *kernel = filter_shape
-    low, high = ROW_TAP_CHANNELS
-    if groups > 1 and (cg < ROW_TAP_MIN_GROUP_CHANNELS or prod(counts) < ROW_TAP_MIN_GROUP_POSITIONS):
-        return False
-    return (len(kernel) == 2 and all(s == 1 for s in geo.strides) and low <= cg <= high
-            and og <= 2 * high and whole[1][1] - whole[1][0] <= 2 * counts[1])
-
-
-def _stacked_row_filter(w: np.ndarray) -> np.ndarray:
-    """A [G, Og, Cg, kh, kw] filter as `_row_taps`' GEMM reads it: [G, kw * Og, Cg * kh]."""
-    groups, og, cg, kh, kw = w.shape
-    return np.ascontiguousarray(w.transpose(0, 4, 1, 2, 3).reshape(groups, kw * og, cg * kh))
-
-
-def _row_taps(x, w, geo: Geometry, whole, counts, stacked=None) -> np.ndarray:
-    """Stride 1, 2-D: per block of output rows one GEMM [kw * C_out, C_in * kh] x
-    [C_in * kh, columns] per group, the kernel's rows stacked into the GEMM's depth and its columns
-    into its height, then the kw products added, each shifted by its column offset.  The stack
-    holds, for each kernel row, the block's input rows padded and flattened, so a kernel column's
-    shift is a contiguous slice; it is copied from the input itself, its padding columns zeroed
-    once per buffer (through a padded copy of the rows first, 16 -> 16 channels at 160 x 320 took
-    2.0 against 1.8 ms in parts on two cores, 2.5 against 2.3 beside BLAS's threads; the detector
-    15.9 -> 15.4 ms).  A thin layer gets a GEMM BLAS runs well: 16 -> 16 channels make one of
-    height 48 and depth 48 (116 GFLOP/s on one core), where im2col makes height 16, depth 144,
-    and the tap-by-tap kernel nine of depth 16 (79 GFLOP/s).  (Adding the shifted products
-    straight into the output, a strided view, lost to adding them in place and copying once.)"""
-    groups, og, cg, kh, kw = w.shape
-    n = x.shape[0]
-    dh, dw = geo.dilations
-    width = whole[1][1] - whole[1][0]
-    slack = (kw - 1) * dw          # (the last row's shifts read past it, for outputs dropped)
-    stacked_filter = _stacked_row_filter(w) if stacked is None else stacked
-    macs = n * groups * og * cg * kh * kw * prod(counts)
-    parts = max(1, min(threads.threads(), n * counts[0], macs // threads.GEMM_MACS_PER_PART)) \
-        if threads.pool_owns_cores() else 1
-    columns = min(ROW_TAP_BLOCK_COLUMNS, ROW_TAP_BLOCK_ELEMENTS // (groups * max(cg * kh, kw * og)))
-    rows = threads.balanced_step(counts[0], min(counts[0], max(1, columns // width)), parts if n == 1 else 1)
-    blocks = [(i, first, min(first + rows, counts[0])) for i in range(n) for first in range(0, counts[0], rows)]
-    out = np.empty((n, groups, og, *counts), w.dtype)
-    (columns_in,), _, (columns_at,) = inside_region(x.shape[3:], whole[1:])
-    row_lo, height = whole[0][0], x.shape[2]
-    span = rows * width + slack
-
-    def run_blocks(a, b):
-        # one layout for every block (a shorter last block uses its first rows), so the padding
-        # columns the copies never write stay zero
-        stack = np.zeros((groups * cg, kh, span), w.dtype)
-        grid = stack[:, :, :rows * width].reshape(groups * cg, kh, rows, width)
-        depths = stack.reshape(groups, cg * kh, span)
-        product_buffer = np.empty(groups * kw * og * span, w.dtype)
-        for i, first, last in blocks[a:b]:
-            count, length = last - first, (last - first) * width
-            for r in range(kh):
-                top = first + r * dh + row_lo          # the input row of the block's first row
-                lo, hi = max(0, -top), min(count, height - top)
-                if lo > 0:
-                    grid[:, r, :lo] = 0
-                if hi < count:
-                    grid[:, r, max(hi, 0):count] = 0
-                if hi > lo:
-                    grid[:, r, lo:hi, columns_at] = x[i, :, top + lo:top + hi, columns_in]
-            product = product_buffer[:groups * kw * og * (length + slack)].reshape(groups, kw * og, length + slack)
-            np.matmul(stacked_filter, depths[:, :, :length + slack], out=product)
-            total = product[:, :og, :length]
-            for j in range(1, kw):
-                total += product[:, j * og:(j + 1) * og, j * dw:j * dw + length]
-            out[i, :, :, first:last] = total.reshape(groups, og, count, width)[..., :counts[1]]
-    threads.run_parts(run_blocks, threads.bounds(len(blocks), min(parts, len(blocks))))
-    return out
-
-
-def _phase_taps_pay(filter_shape, geo: Geometry) -> bool:
-    """Whether `_phase_taps` is the kernel: 2-D, one group, no dilation, a stride above 1 that
-    divides the kernel on each axis (YOLOv5's 6x6 / 2 stem) into at least 2 x 2 taps, and few
-    enough channels once the phases are (at most ROW_TAP_CHANNELS' upper end)."""
-    groups, og, cg, *kernel = filter_shape
-    strides = geo.strides
-    return (len(kernel) == 2 and groups == 1 and all(d == 1 for d in geo.dilations) and max(strides) > 1
-            and all(k % s == 0 and k // s >= 2 for k, s in zip(kernel, strides))
-            and cg * prod(strides) <= ROW_TAP_CHANNELS[1])
-
-
-def _phase_taps(x, w, geo: Geometry, whole, counts) -> np.ndarray:
-    """A strided layer whose kernel the stride divides, as a stride-1 layer on the input's phases:
-    input channel c's phase (py, px), the positions (s_h i + py, s_w j + px) of the padded input,
-    becomes channel (c, py, px) of an input s_h s_w times deeper and that much smaller, and the
-    kernel's taps (s_h a + py, s_w b + px) that channel's taps (a, b).  The same multiply-adds,
-    and `_row_taps`' GEMM: YOLOv5's 3 -> 16 channel 6x6 / 2 stem at 320 x 320 becomes [48, 36] x
-    [36, columns] with contiguous copies, where im2col gathers 108 rows with a stride into
-    [16, 108] x [108, columns] (2.2 -> 1.4 ms on two cores beside BLAS's threads, 2.1 -> 1.7 on
-    one)."""
-    _, og, cg, *kernel = w.shape
-    strides = geo.strides
-    n = x.shape[0]
-    taps = [k // s for k, s in zip(kernel, strides)]
-    phased = [c + t - 1 for c, t in zip(counts, taps)]         # the phase grid's height and width
-    phases = np.zeros((n, cg, *strides, *phased), x.dtype)
-    for phase in np.ndindex(*strides):
-        # phase-grid position q is input position q * s + p + lo: the q that land inside the input
-        target, source = [], []
-        for q, s, p, (lo, _), size in zip(phased, strides, phase, whole, x.shape[2:]):
-            a, b = tap_outputs(size, q, s, p + lo)
-            target.append(slice(a, b))
-            source.append(slice(a * s + p + lo, (b - 1) * s + p + lo + 1, s))
-        if all(t.stop > t.start for t in target):
-            phases[(slice(None), slice(None)) + phase + tuple(target)] = x[(slice(None), slice(None)) + tuple(source)]
-    filters = w[0].reshape(og, cg, taps[0], strides[0], taps[1], strides[1]).transpose(0, 1, 3, 5, 2, 4)
-    filters = np.ascontiguousarray(filters).reshape(1, og, cg * prod(strides), *taps)
-    flat = Geometry((1, 1), (1, 1), (0, 0), (0, 0), (0, 0), "explicit")
-    return _row_taps(phases.reshape(n, cg * prod(strides), *phased), filters, flat,
-                     [(0, size) for size in phased], counts)
-
-
 _UNDECIDED = "undecided"
 
 
@@ -322,11 +187,11 @@ def _shape_kernel(filter_shape, geo: Geometry, whole, counts, channels_last: boo
         return "depthwise"
     if all(k == 1 for k in filter_shape[3:]):
         return "pointwise"
-    if _phase_taps_pay(filter_shape, geo):
+    if row_taps.phase_taps_pay(filter_shape, geo):
         return "phase taps"
     if channels_last and im2col.channels_last_pays(filter_shape, counts):
         return "channels-last columns"
-    if _row_taps_pay(filter_shape, geo, whole, counts):
+    if row_taps.row_taps_pay(filter_shape, geo, whole, counts):
         return "row taps"
     return None
 
@@ -334,7 +199,7 @@ def _shape_kernel(filter_shape, geo: Geometry, whole, counts, channels_last: boo
 def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts, kind: str | None = _UNDECIDED):
     """(layout, alone): the filter as the kernel `_direct` takes for these shapes (or `kind`) reads
     it, where that kernel would lay it out on every call (bound once for a constant filter): the
-    depthwise kernels' (`depthwise.layout_of`), the row taps' (`_stacked_row_filter`: 38 us a call
+    depthwise kernels' (`depthwise.layout_of`), the row taps' (`row_taps.stacked_row_filter`: 38 us a call
     for 128 -> 128 channels, a sixth of the layer at 10 x 10) and the channels-last columns', else
     None; and whether the kernel reads that layout alone, never the filter as it is (not the
     depthwise kernel tap by tap).  (The phase taps' filter, a stem's, is small: laid out per call.)"""
@@ -351,7 +216,7 @@ _LAID_OUT_ALONE = ("row taps", "channels-last columns")    # the kernels that re
 
 
 def _laid_out_alone(kind: str, w: np.ndarray) -> np.ndarray:
-    return _stacked_row_filter(w) if kind == "row taps" else im2col.channels_last_filter(w)
+    return row_taps.stacked_row_filter(w) if kind == "row taps" else im2col.channels_last_filter(w)
 
 
 def _from_the_file(a) -> bool:
@@ -390,9 +255,9 @@ def _direct(x: np.ndarray, w: np.ndarray, geo: Geometry, whole, counts, laid_out
     elif kind == "pointwise":
         out = im2col.pointwise(zero_extended(x, whole), w, geo.strides)
     elif kind == "phase taps":
-        out = _phase_taps(x, w, geo, whole, counts)
+        out = row_taps.phase_taps(x, w, geo, whole, counts)
     elif kind == "row taps":
-        out = _row_taps(x, w, geo, whole, counts, laid_out)
+        out = row_taps.row_taps(x, w, geo, whole, counts, laid_out)
     elif kind == "channels-last columns" and laid_out is not None:
         out = im2col.channels_last_columns_times_filter(x, laid_out, w.shape[3:], geo, whole, counts)
     elif _taps_pay(w.shape, geo, whole, counts) and not _im2col_in_parts(w.shape, x.shape[0], counts):
