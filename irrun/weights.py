@@ -19,6 +19,14 @@ MAX_CONST_ELEMENTS = 1 << 40
 ROWS_AS_ASKED_FROM = 1 << 18
 
 
+def maps_the_file(array) -> bool:
+    """Whether `array` is a view of a weights file's mapping (`Weights`), whose pages leave memory
+    when released (a layout of it made at load then replaces it), not an array made at load."""
+    while isinstance(array, np.ndarray) and array.base is not None:
+        array = array.base
+    return isinstance(array, (memoryview, mmap.mmap))
+
+
 class Weights:
     def __init__(self, path: Path, data: bytes | None = None):
         """The `.bin` at `path`, mapped; or `data`, its bytes held in memory (`path` names it in messages)."""

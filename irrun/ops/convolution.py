@@ -28,7 +28,6 @@ Arithmetic of output sizes and pads: `irrun.ops.window`.
 """
 from __future__ import annotations
 
-import mmap
 from math import prod
 from typing import Callable, NamedTuple
 
@@ -38,6 +37,7 @@ from .. import etypes, threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
+from ..weights import maps_the_file
 from . import im2col, row_taps
 from .common import sum_of_squares
 from .depthwise import depthwise, depthwise_pays, layout_of, works_channels_last
@@ -196,35 +196,23 @@ def _shape_kernel(filter_shape, geo: Geometry, whole, counts, channels_last: boo
     return None
 
 
-def laid_out_filter(w: np.ndarray, geo: Geometry, whole, counts, kind: str | None = _UNDECIDED):
-    """(layout, alone): the filter as the kernel `_direct` takes for these shapes (or `kind`) reads
-    it, where that kernel would lay it out on every call (bound once for a constant filter): the
-    depthwise kernels' (`depthwise.layout_of`), the row taps' (`row_taps.stacked_row_filter`: 38 us a call
+def laid_out_filter(w: np.ndarray, geo: Geometry, counts, kind: str | None):
+    """(layout, alone): the filter as the kernel `kind` (`_shape_kernel`'s) reads it, where that
+    kernel would lay it out on every call (bound once for a constant filter): the depthwise
+    kernels' (`depthwise.layout_of`), the row taps' (`row_taps.stacked_row_filter`: 38 us a call
     for 128 -> 128 channels, a sixth of the layer at 10 x 10) and the channels-last columns', else
     None; and whether the kernel reads that layout alone, never the filter as it is (not the
     depthwise kernel tap by tap).  (The phase taps' filter, a stem's, is small: laid out per call.)"""
-    if kind is _UNDECIDED:
-        kind = _shape_kernel(w.shape, geo, whole, counts)
     if kind == "depthwise":
         return layout_of(w, geo, counts), works_channels_last(w.shape)
-    if kind in _LAID_OUT_ALONE:
-        return _laid_out_alone(kind, w), True
+    if kind == "row taps":
+        return row_taps.stacked_row_filter(w), True
+    if kind == "channels-last columns":
+        return im2col.channels_last_filter(w), True
     return None, False
 
 
 _LAID_OUT_ALONE = ("row taps", "channels-last columns")    # the kernels that read a layout alone
-
-
-def _laid_out_alone(kind: str, w: np.ndarray) -> np.ndarray:
-    return row_taps.stacked_row_filter(w) if kind == "row taps" else im2col.channels_last_filter(w)
-
-
-def _from_the_file(a) -> bool:
-    """Whether `a` is a view of the weights file's mapping (whose pages leave memory once a layout of
-    it replaces it), not an array made at load."""
-    while isinstance(a, np.ndarray) and a.base is not None:
-        a = a.base
-    return isinstance(a, (memoryview, mmap.mmap))
 
 
 def shape_only(w: np.ndarray) -> np.ndarray:
@@ -472,7 +460,7 @@ class _ConvolutionFamily(Op):
             return lambda x, w: matmul(filters, x.reshape(columns)).reshape(shape)
         # the kernel the shapes choose, chosen here (1% of the YOLO-style net's time on each call)
         kind = _shape_kernel(weights.shape, geo, whole, counts)
-        if kind == "channels-last columns" and (not _from_the_file(source)
+        if kind == "channels-last columns" and (not maps_the_file(source)
                                                  or self.direct_kind not in ("not bound", kind)):
             # (a filter made at load, f16 weights' Convert, would stay beside its layout: ResNet-18's
             # five such layers 33 MiB more, where the file's pages leave memory; and a paired run's
@@ -484,11 +472,11 @@ class _ConvolutionFamily(Op):
             # the whole layer's layout)
             laid_out = self._whole_layers_columns(kind, weights[0, 0].size) if kind != "row taps" else None
             if laid_out is None:
-                laid_out = self._laid_out_once(source, kind, lambda: _laid_out_alone(kind, weights))
+                laid_out = self._laid_out_once(source, kind, lambda: laid_out_filter(weights, geo, counts, kind)[0])
             alone = True
             weights = shape_only(weights)       # (nor does it keep the filter's values)
         else:
-            laid_out, alone = laid_out_filter(weights, geo, whole, counts, kind)
+            laid_out, alone = laid_out_filter(weights, geo, counts, kind)
             self.held_layout = laid_out is not None
         if alone and step.release is not None:
             # the kernel reads its laid-out copy alone: the filter's mapped pages go, as Winograd's do
