@@ -5,6 +5,13 @@ half read less (`_cut_reads`); a Winograd layer along its rows at a boundary of 
 its channels, each half by the whole layer's tile.  Each half has a kernel bound to its shapes as
 the layer's own is (Winograd's transformed filter, im2col's laid-out one).  irrun/split_steps.py
 makes the splits of which these are a kind.
+
+A Winograd layer cut along its output channels runs in two phases (`TwoPhase`): each process
+first transforms its share of the input channels of every tile into memory both processes map
+(irrun/process_pair.py places it), and once both are done, multiplies all of them by its output
+channels' transformed filter.  Each half had transformed every tile itself: ResNet's 256 -> 256
+layers at 14 x 14 by F(2,3), a half 1.71 -> 1.25 and 1.89 -> 0.95 ms on one core, the whole layer
+2.6-3.1; 256 -> 256 at 10 x 20 1.17 -> 0.91 and 2.17 -> 1.51 (alone, in a slow spell).
 """
 from __future__ import annotations
 
@@ -12,6 +19,9 @@ from math import prod
 from typing import Callable, NamedTuple
 
 import numpy as np
+
+from .ops.common import sum_of_squares
+from .ops.winograd import products_of, transform_channels, transformed_shape
 
 CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 # A Winograd layer is cut along its rows where its transformed filter (which each half then reads
@@ -24,6 +34,9 @@ CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 # 0.94-0.96; 160 at 20 x 20 (3.5 MiB) 0.96-1.01; 192 at 14 x 14 (5.1 MiB) 1.08-1.15; 256 at
 # 14 x 14 (9 MiB) 1.06-1.08.
 WINOGRAD_ROWS_MOST_BYTES = 3 << 20
+# A Winograd layer cut along its channels runs in two phases (`TwoPhase`) where its transformed
+# tiles take at most this many bytes of the memory both processes map
+TWO_PHASE_MOST_BYTES = 8 << 20
 
 
 class Cut(NamedTuple):
@@ -36,6 +49,7 @@ class Cut(NamedTuple):
     kernels: tuple
     kernels_at: Callable[[int], tuple | None] | None
     granule: int = 1
+    two_phase: TwoPhase | None = None       # (the kernels then the second phase's)
 
 
 def convolution_cut(plan, head, shape: tuple) -> Cut | None:
@@ -59,7 +73,9 @@ def convolution_cut(plan, head, shape: tuple) -> Cut | None:
             if (tile + 2) ** 2 * (weight.size // 9) * weight.itemsize <= WINOGRAD_ROWS_MOST_BYTES else None
         if windows is not None:
             return Cut(2, windows[0], by_rows(windows[0], tile), lambda m: by_rows(m, tile), tile)
-        return _channels_cut(head, weight, data, shape, tile=tile) if by_channels else None
+        if not by_channels:
+            return None
+        return _channels_cut(head, weight, data, shape, tile=tile, two_phase=_two_phase(plan, head, data, shape))
     windows = _row_windows(head, weight, data, shape)
     if by_channels and (windows is None or _cut_reads(head, weight, data, windows) == "channels"):
         return _channels_cut(head, weight, data, shape)
@@ -103,23 +119,86 @@ def pooled_convolution_cut(plan, op, shape: tuple) -> Cut | None:
     return _channels_cut(head, weight, data, shape, lambda info: head.op.bind_pooled(info, pool))
 
 
-def _channels_cut(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None) -> Cut | None:
+def _channels_cut(head, weight: np.ndarray, data, shape: tuple, bind=None, tile: int | None = None,
+                  two_phase: TwoPhase | None = None) -> Cut | None:
     """A cut along the output channels (`_convolution_halves`), in whole groups of a grouped layer:
     only in the middle where the halves' kernels hold a layout of their half of the filter (`held`:
     the depthwise layers, the row-tap ones), whose halves cut at each place the balance may take
     would hold the filter again each (EfficientNet-B0 9 MiB more a place, in each process); a
     Winograd or spectral layer's halves read views of the whole layer's transforms, a 1x1 layer's
-    writing channels-last its columns of the whole layer's transposed filter."""
+    writing channels-last its columns of the whole layer's transposed filter.  With `two_phase`, the
+    halves' kernels are its second phase's, each half's own kernel its fallback."""
     per_unit = shape[1] // weight.shape[0] if head.node.layer.op_type == "GroupConvolution" else 1
 
     def at(middle: int):
         halves = _convolution_halves(head, weight, data, shape, bind, tile, middle // per_unit)
-        return None if halves is None else halves[1]
+        if halves is None:
+            return None
+        return halves[1] if two_phase is None else two_phase.seconds(halves[0], halves[1])
     halves = _convolution_halves(head, weight, data, shape, bind, tile)
     if halves is None:
         return None
     middle, kernels, held = halves
-    return Cut(1, middle, kernels, at if tile is not None or not held else None, per_unit)
+    if two_phase is not None:
+        kernels = two_phase.seconds(middle, kernels)
+    return Cut(1, middle, kernels, at if tile is not None or not held else None, per_unit, two_phase)
+
+
+class TwoPhase:
+    """A Winograd layer cut along its output channels in two phases (see the module's text): the
+    first (`firsts`: each half's) transforms a share of the input channels of every tile into
+    `scratch` ([a, a, C_in, tiles], in memory both processes map, placed by the pair), the second
+    (`seconds`) multiplies every tile by a half's output channels.  Data whose values a tile may
+    not mix (an infinity, a NaN, a value too large to square: `winograd.py`) are left to each
+    half's own kernel, which reads the data itself and takes the direct kernels; each process
+    asks it of the whole data, so both take the same way."""
+
+    def __init__(self, f, whole, counts, n: int):
+        self.f, self.whole, self.counts, self.n = f, whole, counts, n
+        self.shape = transformed_shape(f, n, counts)
+        self.nbytes = prod(self.shape) * f.dtype.itemsize
+        self.scratch: np.ndarray | None = None      # (set by the pair, in its shared memory)
+        self.mixable = False                        # this process's data, this run: by the transforms
+
+    def firsts(self, middle: int) -> tuple[Callable, Callable]:
+        """Each half's first phase where the output channels are cut at `middle`: the input channels
+        cut at the same share."""
+        cut = min(max(round(middle * self.f.c_in / self.f.c_out), 0), self.f.c_in)
+
+        def first(c0: int, c1: int) -> Callable:
+            def run(args):
+                x = args[0]
+                self.mixable = bool(np.isfinite(sum_of_squares(x)))
+                if self.mixable and c1 > c0:
+                    transform_channels(x, self.f, self.whole, self.counts, c0, c1, self.scratch)
+            return run
+        return first(0, cut), first(cut, self.f.c_in)
+
+    def seconds(self, middle: int, fallbacks: tuple) -> tuple[Callable, Callable]:
+        """Each half's second phase where the output channels are cut at `middle` (`fallbacks`: the
+        halves' own kernels)."""
+        def second(start: int, stop: int, fallback: Callable) -> Callable:
+            f = self.f.output_channels(start, stop)
+
+            def run(args):
+                if self.mixable:
+                    return products_of(self.scratch, f, self.n, self.counts)
+                return fallback(args)
+            return run
+        return second(0, middle, fallbacks[0]), second(middle, self.f.c_out, fallbacks[1])
+
+
+def _two_phase(plan, head, data, shape: tuple) -> TwoPhase | None:
+    """The two phases of a Winograd layer cut along its output channels, where its transformed tiles
+    fit TWO_PHASE_MOST_BYTES and its filter has been transformed; else None."""
+    found = getattr(head.op, "winograd_transform_of", lambda info: None)(plan.step_info(head))
+    if found is None or head.node.layer.op_type != "Convolution" or len(shape) != 4:
+        return None
+    f, whole, counts = found
+    if f.c_out != shape[1] or f.c_in != data.shape[1]:
+        return None
+    two = TwoPhase(f, whole, counts, shape[0])
+    return two if two.nbytes <= TWO_PHASE_MOST_BYTES else None
 
 
 def _cut_reads(head, weight: np.ndarray, data, windows) -> str:

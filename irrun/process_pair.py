@@ -113,7 +113,8 @@ _ALIGN = 4096
 _RUN, _PARKED, _STOP, _ABORT, _FAILED, _SLEEP, _LEVEL = 0, 1, 2, 3, 4, 5, 6
 _PROGRESS = (8, 16)          # split steps done: the parent's, the worker's
 _WORKER_BUSY, _WORKER_BUSY_RUN = 17, 18     # (the worker's time in its halves, in ns, and the run's number)
-_CONTROL_WORDS = 32
+_MIDWAY = (24, 32)           # first phases of two-phase split steps done: the parent's, the worker's
+_CONTROL_WORDS = 40
 _POLL = 0x3FFF               # spins between checks for a dead or parked peer
 
 # forks of this process so far in its line: a pair made before a fork (os.fork, multiprocessing)
@@ -154,6 +155,10 @@ class Pair:
         if offset > ARENA_MOST_BYTES:
             raise MemoryError("arena")
         self.arena = mmap.mmap(-1, offset, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+        for split in splits:
+            two = split.two_phase
+            if two is not None:
+                two.scratch = np.ndarray(two.shape, two.f.dtype, self.arena, two.offset)
         buffer = np.frombuffer(self.arena, np.uint8)
         self.control = np.frombuffer(self.arena, np.int64, _CONTROL_WORDS, 0)
         self.feed_views = [(s, np.ndarray(shape, dtype, self.arena, off)) for s, shape, dtype, off in feeds]
@@ -221,8 +226,9 @@ class Pair:
                 share += split.work * middle / split.shape[split.axis]
             entry = self._plan_program[split.position]
             result = final if split.outputs == 1 else (final,) + (None,) * (split.outputs - 1)
-            parent_program[split.position] = (self._kernel(j, halves, result, 0),) + entry[1:]
-            worker_program[split.position] = (self._kernel(j, halves, result, 1),) + entry[1:]
+            firsts = None if split.two_phase is None else split.two_phase.firsts(middle)
+            parent_program[split.position] = (self._kernel(j, halves, result, 0, firsts),) + entry[1:]
+            worker_program[split.position] = (self._kernel(j, halves, result, 1, firsts),) + entry[1:]
         movable = sum(split.work for split in splits if split.movable)
         self._shares[level] = share / movable if movable else 0.5
         for k, kernel in self._unconsuming.items():
@@ -235,21 +241,34 @@ class Pair:
                 straight_line([worker_program[k] for k in needed], [inputs[k] for k in needed], _abandoned))
 
     # ------------------------------------------------------------ kernels of split steps
-    def _kernel(self, j: int, halves, final, side: int):
+    def _kernel(self, j: int, halves, final, side: int, firsts=None):
         """Split step j's kernel in the parent (side 0) or the worker (1): its half, its mark, the
-        other's mark awaited; the other half done here where the worker cannot (the parent's side)."""
+        other's mark awaited; the other half done here where the worker cannot (the parent's side).
+        With `firsts` (a two-phase step's first phases: irrun/split_steps.py), its first phase
+        before, the other's first phase's mark awaited between (or that phase done here)."""
         control, mine, theirs = self.control, halves[side], halves[1 - side]
         done_mine, done_other = _PROGRESS[side], _PROGRESS[1 - side]
         count = len(self.splits)
         wait = self._wait_for_worker if side == 0 else self._wait_for_parent
         # (a step that cannot move: its time is no measure of the balance)
         busy, clock = self.busy if self.splits[j].movable else [0.0], perf_counter
+        if firsts is not None:
+            first_mine, first_theirs = firsts[side], firsts[1 - side]
+            midway_mine, midway_other = _MIDWAY[side], _MIDWAY[1 - side]
+            wait_midway = self._wait_for_worker_midway if side == 0 else self._wait_for_parent_midway
 
         def kernel(*args):
+            mark = self.run_number * count + j + 1
+            if firsts is not None:
+                start = clock()
+                first_mine(args)
+                busy[0] += clock() - start
+                control[midway_mine] = mark
+                if self.alone or (control[midway_other] < mark and not wait_midway(mark)):
+                    first_theirs(args)
             start = clock()
             mine(args)
             busy[0] += clock() - start
-            mark = self.run_number * count + j + 1
             control[done_mine] = mark
             if self.alone or (control[done_other] < mark and not wait(mark)):
                 theirs(args)
@@ -259,6 +278,13 @@ class Pair:
     def _wait_for_worker(self, mark: int) -> bool:
         """Spin until the worker's half is done; False if it failed on this run or died."""
         return _spin_until(self.control, _PROGRESS[1], mark, self._worker_still_on)
+
+    def _wait_for_worker_midway(self, mark: int) -> bool:
+        """Spin until the worker's first phase of a two-phase step is done; False as `_wait_for_worker`."""
+        return _spin_until(self.control, _MIDWAY[1], mark, self._worker_still_on)
+
+    def _wait_for_parent_midway(self, mark: int) -> bool:
+        return _spin_until(self.control, _MIDWAY[0], mark, self._parent_still_on)
 
     def _worker_still_on(self) -> bool:
         if self.control[_FAILED] == self.run_number or not self._worker_alive():
@@ -504,6 +530,13 @@ def _lay_out_arena(plan, splits: list[Split], offset: int) -> int:
             places.append(place)
         split.offset = place[0]
         place[2] = freed_after(steps[split.position].outputs[0])
+    # The scratch of two-phase split steps: one place for all, each step's read by both processes
+    # before either passes the step's last wait, so before the next such step writes it
+    phased = [split.two_phase for split in splits if split.two_phase is not None]
+    if phased:
+        for two in phased:
+            two.offset = offset
+        offset += -(-max(two.nbytes for two in phased) // _ALIGN) * _ALIGN
     return offset
 
 

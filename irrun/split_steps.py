@@ -74,6 +74,10 @@ class Split:
     computes_at: Callable[[int], tuple | None] | None = None
     granule: int = 1
     work: int = 1                   # its multiply-adds, else its output's elements: its weight in a run
+    # a Winograd layer's two phases (irrun/convolution_halves.py's TwoPhase): each half's first
+    # phase (`two_phase.firsts(middle)`) runs before either half's `computes`, both processes then
+    # waiting for each other, and writes the scratch memory the pair gives it
+    two_phase: object | None = None
 
     @property
     def movable(self) -> bool:
@@ -589,7 +593,8 @@ def _convolution_split(k: int, shape: tuple, final_shape: tuple, sliced: dict, c
         return None if kernels is None else tuple(computing(kernel) for kernel in kernels)
     return Split(k, shape, final_shape, cut.axis, sliced, None, middle=cut.middle, channels_last=channels_last,
                  computes=tuple(computing(kernel) for kernel in cut.kernels),
-                 computes_at=computes_at if cut.kernels_at is not None else None, granule=cut.granule)
+                 computes_at=computes_at if cut.kernels_at is not None else None, granule=cut.granule,
+                 two_phase=cut.two_phase)
 
 
 def _by_columns(weight: np.ndarray, transpose_b: bool, rows: int) -> bool:

@@ -368,27 +368,60 @@ WINOGRAD_CUTS = {
 def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, monkeypatch, channels, height, width):
     """Each half of a Winograd layer computes by the whole layer's tile, where its own shapes
     (fewer rows, or half the output channels) would take the direct kernels or another tile;
-    against OpenVINO and the one-process run."""
+    against OpenVINO and the one-process run.  Cut along its channels it runs in two phases: each
+    process transforms its share of the input channels of every tile into the pair's scratch, then
+    multiplies all of them by its half of the whole layer's transformed filter."""
+    from irrun import convolution_halves
     from irrun.ops import convolution
-    calls = []                          # (data rows, output channels, tile) of each Winograd call here
-    filters = []                        # the transformed filters those calls read
+    calls = []          # (data rows or every tile's transformed channels, output channels, tile) here
+    filters = []        # the transformed filters those calls read
 
     def recorded(x, f, whole, counts):
         calls.append((x.shape[2], f.c_out, f.m))
         filters.append(f.u)
         return winograd_conv(x, f, whole, counts)
-    winograd_conv = convolution.winograd_conv
+
+    def recorded_products(v, f, n, counts):
+        calls.append((v.shape[2], f.c_out, f.m))
+        filters.append(f.u)
+        return products_of(v, f, n, counts)
+    winograd_conv, products_of = convolution.winograd_conv, convolution_halves.products_of
     monkeypatch.setattr(convolution, "winograd_conv", recorded)
+    monkeypatch.setattr(convolution_halves, "products_of", recorded_products)
     # (a GEMM that wakes BLAS, as large as the layer: the network pairs)
     split, got, xml, feeds = _paired_convolution(tmp_path, 1, channels, height, width, 2 * channels * 9)
     axis, middle, tile = WINOGRAD_CUTS[channels, height, width]
     assert (split.axis, split.middle) == (axis, middle)
+    assert (split.two_phase is not None) == (axis == 1)
     # the parent's half (the first) by Winograd: its rows and the one below them, or its channels
-    assert calls[-1] == ((middle + 1, channels, tile) if axis == 2 else (height, middle, tile))
+    # of every tile, all of whose input channels the two processes transformed
+    assert calls[-1] == ((middle + 1, channels, tile) if axis == 2 else (channels, middle, tile))
     # whose transformed filter is the whole layer's, or a view of its half of the output channels
     whole = filters[-1] if axis == 2 else filters[-1].base
     assert whole is not None and whole.shape == ((tile + 2) ** 2, channels, channels) and whole.base is None
     assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
+    if axis == 1:
+        threads.set_threads(2)
+        monkeypatch.setattr(process_pair, "BALANCE_RATE", 0.0)
+        m = irrun.load(xml)
+        for _ in range(4):
+            m.infer(feeds)
+        pair = _pair(m)
+        assert pair and pair.splits[0].two_phase.scratch is not None
+        # the cut elsewhere (the balance's levels): the input channels cut at the same share
+        for level in (0, len(process_pair.SHARES) - 1):
+            _at_level(pair, level)
+            assert_blas_close(m.infer(feeds)[0], got, what=f"level {level}")
+            assert pair.level == level and _both_halves_ran(pair)
+        # data a tile may not mix (a value too large to square): each half's own kernel, the
+        # direct one, in both processes
+        feeds["x"][0, 1, 2, 3] = 1e20
+        made = len(calls)
+        value, expected = m.infer(feeds)[0], run_openvino(xml, [feeds["x"]])[0]
+        assert len(calls) == made and _both_halves_ran(pair)
+        # (the product after the layer sums terms of 1e17 that cancel: each output to the rounding
+        # of the largest, not of its own size)
+        np.testing.assert_allclose(value, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
 
 
 @pytest.mark.parametrize("c_out, pool, cut", [(64, (2, 2), (2, 8)), (17, (2, 1), (2, 8)), (512, (2, 2), (1, 256))],
@@ -591,6 +624,35 @@ def test_a_worker_failing_on_its_half_has_the_parent_do_it(tmp_path, paired, mon
         assert pair_failed(m)
         for value, e in zip(got.values(), expected):
             assert_close(value, e)
+
+
+@pytest.mark.parametrize("phase", ["first", "second"])
+def test_a_worker_failing_in_a_two_phase_step_has_the_parent_do_its_phases(tmp_path, paired, monkeypatch, phase):
+    """A Winograd layer cut along its channels (two phases): the worker failing in its first phase
+    (the parent then transforms the worker's channels too) or in its second (the parent multiplies
+    the worker's output channels by the tiles both transformed): OpenVINO's values all the same."""
+    from irrun import convolution_halves
+    parent = os.getpid()
+
+    def failing_in_worker(run):
+        def fails(args):
+            if os.getpid() != parent:
+                raise RuntimeError("worker fails")
+            return run(args)
+        return fails
+    split, got, xml, feeds = _paired_convolution(tmp_path, 1, 256, 14, 14, 256 * 18)
+    assert split.two_phase is not None
+    if phase == "first":
+        made = convolution_halves.TwoPhase.firsts
+        monkeypatch.setattr(convolution_halves.TwoPhase, "firsts",
+                            lambda self, middle: (lambda a, b: (a, failing_in_worker(b)))(*made(self, middle)))
+    else:
+        _halves_wrapped(monkeypatch, second=failing_in_worker, where=lambda split: split.two_phase is not None)
+    m = irrun.load(xml)
+    expected = run_openvino(xml, [feeds["x"]])[0]
+    for _ in range(3):
+        assert_close(m.infer(feeds)[0], expected)
+    assert _pair(m) and pair_failed(m)
 
 
 def _at_level(pair, level: int) -> None:

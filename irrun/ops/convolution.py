@@ -530,6 +530,16 @@ class _ConvolutionFamily(Op):
         m = self.whole_layer_tile or winograd_tile(shape[2], shape[1], counts)
         return None if m is None else (shape, geo, whole, counts, m)
 
+    def winograd_transform_of(self, step):
+        """(the layer's transformed filter, whole, counts) where it runs by Winograd and its filter
+        has been transformed (a paired run's two-phase halves read it: irrun/convolution_halves.py),
+        else None."""
+        found = self._winograd_layout(step)
+        cached = getattr(self, "_transformed", None)
+        if found is None or cached is None or cached[1] != found[-1]:
+            return None
+        return cached[2], found[2], found[3]
+
     def winograd_tile_of(self, step) -> int | None:
         """The tile m of the Winograd kernel this layer binds for `step`'s shapes, None where it
         binds another."""

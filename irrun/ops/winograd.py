@@ -232,6 +232,28 @@ def _products_in_place(v, f: WinogradFilter, th: int, tw: int, o0: int, o1: int,
         np.copyto(target, y[i, :, :, :target.shape[2], :width].swapaxes(0, 1))
 
 
+def transformed_shape(f: WinogradFilter, n: int, counts) -> tuple[int, int, int, int]:
+    """The shape of every tile of the data transformed ([a, a, C_in, tiles]), which
+    `transform_channels` fills and `products_of` reads."""
+    return f.a, f.a, f.c_in, n * -(-counts[0] // f.m) * -(-counts[1] // f.m)
+
+
+def transform_channels(x: np.ndarray, f: WinogradFilter, whole, counts, c0: int, c1: int, v: np.ndarray) -> None:
+    """Steps 1 and 2 for input channels [c0, c1) of every tile, into v (`transformed_shape`): the
+    first phase of a layer cut along its output channels in two processes (irrun/
+    convolution_halves.py), each transforming its share of the channels into memory both read."""
+    th, tw = -(-counts[0] // f.m), -(-counts[1] // f.m)
+    _transformed_tiles(_padded_rows(x[:, c0:c1], f, whole, 0, th, tw), f, th, tw, 0, c1 - c0, v[:, :, c0:c1])
+
+
+def products_of(v: np.ndarray, f: WinogradFilter, n: int, counts) -> np.ndarray:
+    """Steps 3 and 4 of every tile transformed into v (`transform_channels`), by f's output
+    channels: [N, f.c_out, *counts]."""
+    out = np.empty((n, f.c_out, counts[0], counts[1]), f.dtype)
+    _products_in_place(v, f, -(-counts[0] // f.m), -(-counts[1] // f.m), 0, f.c_out, out)
+    return out
+
+
 def winograd_tile(c_in: int, c_out: int, counts) -> int | None:
     """The tile size m for a 3x3 stride-1 convolution of these sizes, None where the direct kernels
     are used.  `IRRUN_WINOGRAD`: "auto" (the default, below), "2" F(2,3) from 128 channels, "4"
