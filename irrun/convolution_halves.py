@@ -32,8 +32,11 @@ CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 # 0.72-0.80 of the time, the YOLO-style net's such layers halves of 159-168 and 197-211 us against
 # 260-266 each and the net 0.96-1.01 (three runs); 128 at 28 x 28 and at 14 x 14 (2.25 MiB)
 # 0.94-0.96; 160 at 20 x 20 (3.5 MiB) 0.96-1.01; 192 at 14 x 14 (5.1 MiB) 1.08-1.15; 256 at
-# 14 x 14 (9 MiB) 1.06-1.08.
-WINOGRAD_ROWS_MOST_BYTES = 3 << 20
+# 14 x 14 (9 MiB) 1.06-1.08.  Since the halves along the channels run in two phases (`TwoPhase`), a
+# filter of 1-3 MiB is cut so too: ResNet-18's three 128 -> 128 layers at 28 x 28 (2.25 MiB, by
+# F(4,3)) so, the network 0.937 of its time (quartiles 0.921-0.965, 40 blocks alternating in one
+# process; 0.984 for two loads of the same), the detector's 128 -> 128 at 20 x 40 0.975.
+WINOGRAD_ROWS_MOST_BYTES = 1 << 20
 # A Winograd layer cut along its channels runs in two phases (`TwoPhase`) where its transformed
 # tiles take at most this many bytes of the memory both processes map
 TWO_PHASE_MOST_BYTES = 8 << 20

@@ -359,6 +359,7 @@ def _paired_convolution(tmp_path: Path, groups: int, channels: int, height: int,
 WINOGRAD_CUTS = {
     (64, 20, 20): (2, 8, 4),        # five rows of tiles: 2 | 3
     (64, 14, 14): (2, 8, 4),        # four, the last one part padding: 2 | 2
+    (128, 28, 28): (1, 64, 4),      # its transformed filter 2.25 MiB: two phases pay
     (192, 14, 14): (1, 96, 4),      # its transformed filter 5.1 MiB
     (256, 14, 14): (1, 128, 2),     # F(4,3)'s 9 MiB over 8: F(2,3)'s 4 MiB
 }
