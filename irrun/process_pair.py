@@ -18,7 +18,10 @@ of few rows, or whose weight is held [out, in] (a weight-first product: irrun/op
 cut along the weight's columns instead, each process reading half of the weight, and so is one
 of many rows by an [in, out] weight of 256 columns or more, into a row-major buffer; a convolution
 along its output rows or its output channels, whichever has each half read less of its data and
-filter; a max pool and the bias and Relu after it, or a pool alone, along the channels; a Concat
+filter (a Winograd layer along its channels in two phases, each process first transforming its
+share of the input channels of every tile into scratch memory in the arena, both waiting for each
+other between: irrun/convolution_halves.py's `TwoPhase`); a max pool and the bias and Relu after
+it, or a pool alone, along the channels; a Concat
 along an axis other than its own; a bidirectional recurrent sequence one direction in each
 process (irrun/split_steps.py).  The cheap steps
 between (Transposes, Reshapes, small layer norms, an embedding Gather) run in both processes,

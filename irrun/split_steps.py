@@ -6,7 +6,8 @@ data: a MatMul's rows or batches, softmax's and a layer norm's rows, an elementw
 elements; a product by a constant weight along the weight's columns (weight first, column-major,
 for few rows (one: a classifier's) or a weight held [out, in]; else row-major, from COLUMNS_FROM
 output columns); a convolution along its output rows or its output channels, each half with a
-kernel of its own (irrun/convolution_halves.py); a max pool and the layers after it that commute
+kernel of its own (irrun/convolution_halves.py; a Winograd layer along its channels in two
+phases, the tiles' transforms shared); a max pool and the layers after it that commute
 with it along the channels, and a max or average pool alone so; a Concat along an axis other than
 its own; a bidirectional recurrent sequence along its directions.
 `splits_of` says which steps of a plan split, or that the plan runs in one process.
