@@ -60,8 +60,8 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
     captured: dict[int, tuple] = {}       # split index -> (its step's arguments in a paired run, which are constants)
     kernel_of = process_pair.Pair._kernel
 
-    def capturing(pair, j, halves, final, side):
-        kernel = kernel_of(pair, j, halves, final, side)
+    def capturing(pair, j, halves, final, side, firsts=None):
+        kernel = kernel_of(pair, j, halves, final, side, firsts)
         if side:
             return kernel
         plan = model._plan
@@ -89,6 +89,11 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
                 continue
             args, constant = captured[j]
             middle, (first, second) = process_pair._halves(split, process_pair._arena_view(pair.arena, split))
+            if split.two_phase is not None:
+                # (each half with its first phase: its share of what both halves read, computed
+                # into the pair's scratch memory; the other's share is the last run's there)
+                phases = split.two_phase.firsts(middle)
+                first, second = _after(phases[0], first), _after(phases[1], second)
             whole = plan._program[split.position][0]
             # (each whole call on data of its own, copied before the timings)
             wholes = [partial(whole, *_data_copied(args, constant)) for _ in range(repeat)]
@@ -99,6 +104,14 @@ def split_steps(xml: str, inputs: dict, repeat: int) -> dict:
                           "second": _median_seconds([partial(second, args)] * repeat),
                           "whole": _median_seconds(wholes)})
     return {"paired": True, "steps": found}
+
+
+def _after(phase, half):
+    """half(args) with `phase(args)` before it."""
+    def both(args):
+        phase(args)
+        half(args)
+    return both
 
 
 def _measured(xml: Path, feeds: Path, repeat: int) -> dict:
