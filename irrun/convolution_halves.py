@@ -160,7 +160,8 @@ class TwoPhase:
         self.f, self.whole, self.counts, self.n = f, whole, counts, n
         self.shape = transformed_shape(f, n, counts)
         self.nbytes = prod(self.shape) * f.dtype.itemsize
-        self.scratch: np.ndarray | None = None      # (set by the pair, in its shared memory)
+        self.scratch: np.ndarray | None = None      # (set by the pair, in its shared memory,
+        self.offset = 0                             # at this place in its arena)
         self.mixable = False                        # this process's data, this run: by the transforms
 
     def firsts(self, middle: int) -> tuple[Callable, Callable]:
