@@ -258,36 +258,29 @@ class Pair:
         if firsts is not None:
             first_mine, first_theirs = firsts[side], firsts[1 - side]
             midway_mine, midway_other = _MIDWAY[side], _MIDWAY[1 - side]
-            wait_midway = self._wait_for_worker_midway if side == 0 else self._wait_for_parent_midway
+
+        def stage(own, other, done_mine: int, done_other: int, mark: int, args) -> None:
+            """`own` timed, its mark set, the other process's awaited (`other` done here where that
+            process cannot)."""
+            start = clock()
+            own(args)
+            busy[0] += clock() - start
+            control[done_mine] = mark
+            if self.alone or (control[done_other] < mark and not wait(mark, done_other)):
+                other(args)
 
         def kernel(*args):
             mark = self.run_number * count + j + 1
             if firsts is not None:
-                start = clock()
-                first_mine(args)
-                busy[0] += clock() - start
-                control[midway_mine] = mark
-                if self.alone or (control[midway_other] < mark and not wait_midway(mark)):
-                    first_theirs(args)
-            start = clock()
-            mine(args)
-            busy[0] += clock() - start
-            control[done_mine] = mark
-            if self.alone or (control[done_other] < mark and not wait(mark)):
-                theirs(args)
+                stage(first_mine, first_theirs, midway_mine, midway_other, mark, args)
+            stage(mine, theirs, done_mine, done_other, mark, args)
             return final
         return kernel
 
-    def _wait_for_worker(self, mark: int) -> bool:
-        """Spin until the worker's half is done; False if it failed on this run or died."""
-        return _spin_until(self.control, _PROGRESS[1], mark, self._worker_still_on)
-
-    def _wait_for_worker_midway(self, mark: int) -> bool:
-        """Spin until the worker's first phase of a two-phase step is done; False as `_wait_for_worker`."""
-        return _spin_until(self.control, _MIDWAY[1], mark, self._worker_still_on)
-
-    def _wait_for_parent_midway(self, mark: int) -> bool:
-        return _spin_until(self.control, _MIDWAY[0], mark, self._parent_still_on)
+    def _wait_for_worker(self, mark: int, index: int = _PROGRESS[1]) -> bool:
+        """Spin until the worker's half is done (or, `index` _MIDWAY's, its first phase); False if
+        it failed on this run or died."""
+        return _spin_until(self.control, index, mark, self._worker_still_on)
 
     def _worker_still_on(self) -> bool:
         if self.control[_FAILED] == self.run_number or not self._worker_alive():
@@ -297,9 +290,10 @@ class Pair:
             self._wake()            # (a wake the worker missed as it went to sleep)
         return True
 
-    def _wait_for_parent(self, mark: int) -> bool:
-        """(The worker) spin until the parent's half is done; the run dropped if the parent failed."""
-        return _spin_until(self.control, _PROGRESS[0], mark, self._parent_still_on)
+    def _wait_for_parent(self, mark: int, index: int = _PROGRESS[0]) -> bool:
+        """(The worker) spin until the parent's half is done (or its first phase: as
+        `_wait_for_worker`); the run dropped if the parent failed."""
+        return _spin_until(self.control, index, mark, self._parent_still_on)
 
     def _parent_still_on(self) -> bool:
         if self.control[_ABORT] == self.run_number:
