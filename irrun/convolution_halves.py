@@ -195,7 +195,7 @@ class TwoPhase:
 def _two_phase(plan, head, data, shape: tuple) -> TwoPhase | None:
     """The two phases of a Winograd layer cut along its output channels, where its transformed tiles
     fit TWO_PHASE_MOST_BYTES and its filter has been transformed; else None."""
-    found = getattr(head.op, "winograd_transform_of", lambda info: None)(plan.step_info(head))
+    found = head.op.winograd_transform_of(plan.step_info(head))      # (a Winograd layer's op: it has one)
     if found is None or head.node.layer.op_type != "Convolution" or len(shape) != 4:
         return None
     f, whole, counts = found

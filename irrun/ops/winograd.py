@@ -151,7 +151,7 @@ def winograd_conv(x: np.ndarray, f: WinogradFilter, whole, counts) -> np.ndarray
     channel, then by output channel (`_one_block_in_parts`)."""
     m, a = f.m, f.a
     n = x.shape[0]
-    tiles_h, tiles_w = -(-counts[0] // m), -(-counts[1] // m)
+    tiles_h, tiles_w = tile_counts(m, counts)
     out = np.empty((n, f.c_out, counts[0], counts[1]), f.dtype)
     per_row = a * a * max(f.c_in, f.c_out) * n * tiles_w
     rows = max(1, min(tiles_h, max(TILE_BLOCK_ELEMENTS, f.u.size) // max(per_row, 1)))
@@ -232,17 +232,23 @@ def _products_in_place(v, f: WinogradFilter, th: int, tw: int, o0: int, o1: int,
         np.copyto(target, y[i, :, :, :target.shape[2], :width].swapaxes(0, 1))
 
 
+def tile_counts(m: int, counts) -> tuple[int, int]:
+    """The rows and columns of m x m tiles that cover outputs of `counts` (the last ones cropped)."""
+    return -(-counts[0] // m), -(-counts[1] // m)
+
+
 def transformed_shape(f: WinogradFilter, n: int, counts) -> tuple[int, int, int, int]:
     """The shape of every tile of the data transformed ([a, a, C_in, tiles]), which
     `transform_channels` fills and `products_of` reads."""
-    return f.a, f.a, f.c_in, n * -(-counts[0] // f.m) * -(-counts[1] // f.m)
+    th, tw = tile_counts(f.m, counts)
+    return f.a, f.a, f.c_in, n * th * tw
 
 
 def transform_channels(x: np.ndarray, f: WinogradFilter, whole, counts, c0: int, c1: int, v: np.ndarray) -> None:
     """Steps 1 and 2 for input channels [c0, c1) of every tile, into v (`transformed_shape`): the
     first phase of a layer cut along its output channels in two processes (irrun/
     convolution_halves.py), each transforming its share of the channels into memory both read."""
-    th, tw = -(-counts[0] // f.m), -(-counts[1] // f.m)
+    th, tw = tile_counts(f.m, counts)
     _transformed_tiles(_padded_rows(x[:, c0:c1], f, whole, 0, th, tw), f, th, tw, 0, c1 - c0, v[:, :, c0:c1])
 
 
@@ -250,7 +256,7 @@ def products_of(v: np.ndarray, f: WinogradFilter, n: int, counts) -> np.ndarray:
     """Steps 3 and 4 of every tile transformed into v (`transform_channels`), by f's output
     channels: [N, f.c_out, *counts]."""
     out = np.empty((n, f.c_out, counts[0], counts[1]), f.dtype)
-    _products_in_place(v, f, -(-counts[0] // f.m), -(-counts[1] // f.m), 0, f.c_out, out)
+    _products_in_place(v, f, *tile_counts(f.m, counts), 0, f.c_out, out)
     return out
 
 
