@@ -37,6 +37,13 @@ CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 # F(4,3)) so, the network 0.937 of its time (quartiles 0.921-0.965, 40 blocks alternating in one
 # process; 0.984 for two loads of the same), the detector's 128 -> 128 at 20 x 40 0.975.
 WINOGRAD_ROWS_MOST_BYTES = 1 << 20
+# ...and where one half would have more than this share of its rows of tiles (an odd few: five
+# rows of tiles cut 2 | 3), along its output channels in two phases: the YOLO-style net's four
+# 64 -> 64 layers at 20 x 20 so, the net 0.941 of its time (quartiles 0.896-0.984, 40 blocks
+# alternating in one process) and the same two the other way round 1.012 (0.990-1.036), where the
+# tool favours the second by about 0.98; the detector's 64-channel heads at 10 x 20 and 20 x 40
+# level (0.984 and, the other way round, 0.969)
+WINOGRAD_ROWS_MOST_SHARE = 0.55
 # A Winograd layer cut along its channels runs in two phases (`TwoPhase`) where its transformed
 # tiles take at most this many bytes of the memory both processes map
 TWO_PHASE_MOST_BYTES = 8 << 20
@@ -71,9 +78,13 @@ def convolution_cut(plan, head, shape: tuple) -> Cut | None:
         return None if windows is None else _convolution_row_halves(head, weight, data, shape, windows, tile)[1]
     if tile is not None:
         # a Winograd layer: each half by the whole layer's tile, along its rows at a boundary of
-        # its tiles where each half can read all of the transformed filter, else along its channels
+        # its tiles where each half can read all of the transformed filter and the rows of tiles
+        # divide evenly enough, else along its channels
         windows = _row_windows(head, weight, data, shape, tile) \
             if (tile + 2) ** 2 * (weight.size // 9) * weight.itemsize <= WINOGRAD_ROWS_MOST_BYTES else None
+        if windows is not None and by_channels and \
+                _tile_rows_share(windows[0], shape[2], tile) > WINOGRAD_ROWS_MOST_SHARE:
+            windows = None
         if windows is not None:
             return Cut(2, windows[0], by_rows(windows[0], tile), lambda m: by_rows(m, tile), tile)
         if not by_channels:
@@ -267,6 +278,13 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
         kernels.append(_convolution_kernel(kernel or op.run, w if kernel is None else shape_only(w),
                                            (start * inputs_per_unit, stop * inputs_per_unit) if grouped else None))
     return cut * per_unit, tuple(kernels), held
+
+
+def _tile_rows_share(middle: int, rows: int, tile: int) -> float:
+    """The larger half's share of the tile rows of a Winograd layer of `rows` output rows cut at
+    `middle` (a boundary of its tiles; the last tile may be part padding)."""
+    first, second = middle // tile, -(-(rows - middle) // tile)
+    return max(first, second) / (first + second)
 
 
 def _row_windows(head, weight: np.ndarray, data, shape: tuple, tile: int | None = None,

@@ -27,21 +27,21 @@ def halves():
 
 
 def _paired_network(tmp_path: Path) -> tuple[Path, Path]:
-    """A 3x3 convolution of 64 channels at 20 x 20 (Winograd's, cut along its rows at a tile) with
+    """A 3x3 convolution of 64 channels at 16 x 16 (Winograd's, cut along its rows at a tile) with
     its bias and Relu, then a product large enough to pair the network."""
     import openvino as ov
     import openvino.opset13 as ops
     rng = np.random.default_rng(0)
-    x = ops.parameter([1, 64, 20, 20], np.float32, name="x")
+    x = ops.parameter([1, 64, 16, 16], np.float32, name="x")
     w = (rng.standard_normal((64, 64, 3, 3)) / 24).astype(np.float32)
     y = ops.relu(ops.add(ops.convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1]),
                          ops.constant(rng.standard_normal((1, 64, 1, 1)).astype(np.float32))))
-    y = ops.reshape(y, ops.constant(np.array([1, 64, 400], np.int64)), False)
-    y = ops.matmul(y, ops.constant((rng.standard_normal((400, 1152)) / 16).astype(np.float32)), False, False)
+    y = ops.reshape(y, ops.constant(np.array([1, 64, 256], np.int64)), False)
+    y = ops.matmul(y, ops.constant((rng.standard_normal((256, 1152)) / 16).astype(np.float32)), False, False)
     xml = tmp_path / "paired.xml"
     ov.save_model(ov.Model([y], [x]), str(xml))
     feeds = tmp_path / "paired.npz"
-    np.savez(feeds, x=rng.standard_normal((1, 64, 20, 20)).astype(np.float32))
+    np.savez(feeds, x=rng.standard_normal((1, 64, 16, 16)).astype(np.float32))
     return xml, feeds
 
 
@@ -59,7 +59,7 @@ def test_a_paired_network_has_its_split_steps_timed(halves, tmp_path, capsys):
         assert 0 < s["first"] and 0 < s["second"] and 0 < s["whole"]
     text = capsys.readouterr().out
     assert text.startswith("### paired.xml: 2 split steps, whole ")
-    assert "| Convolution | [1,64,20,20] -> [1,64,400] | 2 @ 8 |" in text     # (its Reshape fused after it)
+    assert "| Convolution | [1,64,16,16] -> [1,64,256] | 2 @ 8 |" in text     # (its Reshape fused after it)
 
 
 def test_a_network_in_one_process_says_so(halves, capsys):

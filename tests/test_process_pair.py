@@ -354,11 +354,15 @@ def _paired_convolution(tmp_path: Path, groups: int, channels: int, height: int,
 
 # channels, height, width -> (axis, where the halves meet, tile) of a 3x3 layer the whole of which
 # runs by Winograd F(4x4, 3x3) or F(2x2, 3x3): along its rows at a boundary of its tiles where its
-# transformed filter is small, else along its output channels.  The tile is the one-thread rule's
+# transformed filter is small and neither half gets more than 0.55 of the rows of tiles, else along
+# its output channels (in two phases).  The tile is the one-thread rule's
 # (each process runs its half on one core: ops/winograd.py's `winograd_tile`)
 WINOGRAD_CUTS = {
-    (64, 20, 20): (2, 8, 4),        # five rows of tiles: 2 | 3
+    (64, 20, 20): (1, 32, 4),       # five rows of tiles, 2 | 3 by rows: two phases
+    (64, 28, 28): (1, 32, 4),       # seven, 3 | 4 by rows: likewise
     (64, 14, 14): (2, 8, 4),        # four, the last one part padding: 2 | 2
+    (64, 36, 36): (1, 32, 4),       # nine, 4 | 5 (0.556 of them): likewise
+    (64, 44, 16): (2, 20, 4),       # eleven: 5 | 6 (0.545) by rows
     (128, 28, 28): (1, 64, 4),      # its transformed filter 2.25 MiB: two phases pay
     (192, 14, 14): (1, 96, 4),      # its transformed filter 5.1 MiB
     (256, 14, 14): (1, 128, 2),     # F(4,3)'s 9 MiB over 8: F(2,3)'s 4 MiB
