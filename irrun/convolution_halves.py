@@ -38,7 +38,8 @@ CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 # process; 0.984 for two loads of the same), the detector's 128 -> 128 at 20 x 40 0.975.
 WINOGRAD_ROWS_MOST_BYTES = 1 << 20
 # ...and where one half would have more than this share of its rows of tiles (an odd few: five
-# rows of tiles cut 2 | 3), along its output channels in two phases: the YOLO-style net's four
+# rows of tiles cut 2 | 3), along its output channels in two phases where it can be (one phase,
+# each half transforming every tile, lost to rows: above): the YOLO-style net's four
 # 64 -> 64 layers at 20 x 20 so, the net 0.941 of its time (quartiles 0.896-0.984, 40 blocks
 # alternating in one process) and the same two the other way round 1.012 (0.990-1.036), where the
 # tool favours the second by about 0.98; the detector's 64-channel heads at 10 x 20 and 20 x 40
@@ -82,14 +83,13 @@ def convolution_cut(plan, head, shape: tuple) -> Cut | None:
         # divide evenly enough, else along its channels
         windows = _row_windows(head, weight, data, shape, tile) \
             if (tile + 2) ** 2 * (weight.size // 9) * weight.itemsize <= WINOGRAD_ROWS_MOST_BYTES else None
-        if windows is not None and by_channels and \
-                _tile_rows_share(windows[0], shape[2], tile) > WINOGRAD_ROWS_MOST_SHARE:
-            windows = None
-        if windows is not None:
+        two_phase = _two_phase(plan, head, data, shape) if by_channels else None
+        if windows is not None and (two_phase is None or
+                                    _tile_rows_share(windows[0], shape[2], tile) <= WINOGRAD_ROWS_MOST_SHARE):
             return Cut(2, windows[0], by_rows(windows[0], tile), lambda m: by_rows(m, tile), tile)
         if not by_channels:
             return None
-        return _channels_cut(head, weight, data, shape, tile=tile, two_phase=_two_phase(plan, head, data, shape))
+        return _channels_cut(head, weight, data, shape, tile=tile, two_phase=two_phase)
     windows = _row_windows(head, weight, data, shape)
     if by_channels and (windows is None or _cut_reads(head, weight, data, windows) == "channels"):
         return _channels_cut(head, weight, data, shape)

@@ -430,6 +430,17 @@ def test_winograd_layers_in_halves_by_the_whole_layers_tile(tmp_path, paired, mo
         np.testing.assert_allclose(value, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
 
 
+def test_uneven_rows_of_tiles_stay_rows_without_two_phases(tmp_path, paired, monkeypatch):
+    """Five rows of tiles, cut 2 | 3 by rows, go along the channels only in two phases: where its
+    tiles would not fit the two phases' scratch, each half transforming every tile would cost more
+    than the uneven rows (irrun/convolution_halves.py), so the layer stays cut along its rows."""
+    from irrun import convolution_halves
+    monkeypatch.setattr(convolution_halves, "TWO_PHASE_MOST_BYTES", 0)
+    split, got, xml, feeds = _paired_convolution(tmp_path, 1, 64, 20, 20, 2 * 64 * 9)
+    assert (split.axis, split.middle, split.two_phase) == (2, 8, None)
+    assert_blas_close(got, irrun.load(xml, threads=1).infer(feeds)[0], what="against one process")
+
+
 @pytest.mark.parametrize("c_out, pool, cut", [(64, (2, 2), (2, 8)), (17, (2, 1), (2, 8)), (512, (2, 2), (1, 256))],
                          ids=["crnn stem", "odd channels", "filter outweighs data"])
 def test_a_stem_with_its_pool_inside_in_halves(tmp_path, paired, c_out, pool, cut):
