@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .ops.common import sum_of_squares
-from .ops.winograd import products_of, transform_channels, transformed_shape
+from .ops.winograd import products_of, tile_counts, transform_channels, transformed_shape
 
 CONVOLUTIONS = frozenset({"Convolution", "GroupConvolution"})
 # A Winograd layer is cut along its rows where its transformed filter (which each half then reads
@@ -283,7 +283,7 @@ def _convolution_halves(head, weight: np.ndarray, data, shape: tuple, bind=None,
 def _tile_rows_share(middle: int, rows: int, tile: int) -> float:
     """The larger half's share of the tile rows of a Winograd layer of `rows` output rows cut at
     `middle` (a boundary of its tiles; the last tile may be part padding)."""
-    first, second = middle // tile, -(-(rows - middle) // tile)
+    first, second = (tile_counts(tile, (n, 1))[0] for n in (middle, rows - middle))
     return max(first, second) / (first + second)
 
 
