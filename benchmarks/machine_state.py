@@ -10,6 +10,11 @@ not as a regression:
 * memory:   GEMVs cycling over 32 MiB of f32 weights, one BLAS thread (GB/s of weights read);
 * cache:    the same over 2 MiB (what stays in the caches between calls);
 * call:     one NumPy ufunc call on 256 floats (us), what a small layer's every step pays;
+* cold call: the same call, alone, just after 32 MiB were copied (us): what the first calls of a
+  small step pay after a large one has pushed the interpreter's and NumPy's own memory out of the
+  caches and the TLB (on the Intel Xeon VM of stop 66, which gets no huge pages: 36-44 us against
+  0.9-1.0; a transformer's layer norm of 13 Ki values 36 us hot, 62 after a GEMM that streamed
+  2.4 MB of weights);
 * GEMM:     512^3 in f32 on one BLAS thread (GFLOP/s);
 * 2 threads: two threads each running one-thread GEMMs, their throughput against one thread's
   (1.09-2.1x on that VM from one minute to the next: what parts on the two cores can gain).
@@ -68,6 +73,19 @@ def _call_us(rng) -> float:
     return median_seconds(calls, 5) * 1e3
 
 
+def _cold_call_us(rng, repeat: int = 15) -> float:
+    """One small NumPy call just after copying MEMORY_MIB MiB (the median of `repeat`)."""
+    source = rng.standard_normal(MEMORY_MIB * (1 << 20) // 4, dtype=np.float32)
+    target, a, c = np.empty_like(source), rng.standard_normal(256, dtype=np.float32), np.float32(0.5)
+    times = []
+    for _ in range(repeat):
+        np.copyto(target, source)
+        start = time.perf_counter()
+        np.add(a, c, a)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
 def _gemm_gflops(rng, side: int, seconds: float = 0.3) -> float:
     a, b = (rng.standard_normal((side, side), dtype=np.float32) for _ in range(2))
     out = np.empty((side, side), np.float32)
@@ -99,16 +117,19 @@ def probe() -> dict:
     rng = np.random.default_rng(0)
     with threads.single_threaded_blas():
         state = {"memory_gbs": _gemv_gbs(rng, MEMORY_MIB), "cache_gbs": _gemv_gbs(rng, CACHE_MIB),
-                 "call_us": _call_us(rng), "gemm_gflops": _gemm_gflops(rng, GEMM_SIDE)}
+                 "call_us": _call_us(rng), "cold_call_us": _cold_call_us(rng),
+                 "gemm_gflops": _gemm_gflops(rng, GEMM_SIDE)}
         state["two_thread_scaling"] = _two_thread_scaling(rng) if threads.available_cpus() >= 2 else None
     return state
 
 
 def describe(state: dict) -> str:
     scaling = state.get("two_thread_scaling")
+    cold = state.get("cold_call_us")      # (states recorded before stop 66 have none)
     return (f"GEMVs {state['memory_gbs']:.1f} GB/s over {MEMORY_MIB} MiB, {state['cache_gbs']:.1f} over "
-            f"{CACHE_MIB} MiB; a NumPy call {state['call_us']:.2f} us; {GEMM_SIDE}^3 GEMM "
-            f"{state['gemm_gflops']:.0f} GFLOP/s on one thread"
+            f"{CACHE_MIB} MiB; a NumPy call {state['call_us']:.2f} us"
+            + ("" if cold is None else f" ({cold:.1f} just after {MEMORY_MIB} MiB copied)")
+            + f"; {GEMM_SIDE}^3 GEMM {state['gemm_gflops']:.0f} GFLOP/s on one thread"
             + ("" if scaling is None else f"; two threads of GEMMs {scaling:.2f}x one"))
 
 
