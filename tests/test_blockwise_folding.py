@@ -12,7 +12,8 @@ import pytest
 import irrun
 from irrun import blockwise_folding, huge_pages
 from irrun.blockwise_folding import RowChain, copy_into
-from ovutil import CPU_F32_EXACT, assert_blas_close, assert_close, compile_cpu, openvino_layer_outputs, save
+from ovutil import (CPU_F32_EXACT, WINOGRAD_ERROR, assert_blas_close, assert_close, compile_cpu,
+                    openvino_layer_outputs, save)
 from test_precision import COMPRESSIONS, nncf_weight
 
 RNG = np.random.default_rng(11)
@@ -294,7 +295,9 @@ def test_winograd_filters_are_transformed_by_rows(compression, monkeypatch, tmp_
     got = list(model.infer(feeds).values())
     plain = list(one_by_one.infer(feeds).values())
     for g, p, e in zip(got, plain, expected):
-        assert_close(g, e)
+        # (three F(4,3) layers in a row: their documented bound; with OpenBLAS's SkylakeX kernels one
+        # value of 20480 was 1.16e-5 off OpenVINO's, stop 66)
+        assert_close(g, e, atol=WINOGRAD_ERROR[4])
         assert np.array_equal(g, p)
     assert [f.m for f in tiles[96]] == [4, 4, 4, 4] and tiles[80][0].m == 4
     for mine, theirs in zip(tiles[96][:2], tiles[96][2:]):
