@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from irrun.arrays import atomic_write  # noqa: E402
-from networks import NETWORKS, build_ir, own_model  # noqa: E402
+from networks import build_ir, chosen_networks, own_model  # noqa: E402
 
 WARM_UP_RUNS = 6        # (a paired run forks its worker after irrun.process_pair.PAIR_AFTER_RUNS)
 
@@ -177,10 +177,7 @@ def main(argv=None):
     else:
         if not args.networks:
             parser.error("give --networks (comma-separated) or --model with --inputs")
-        names = args.networks.split(",")
-        unknown = [n for n in names if n not in NETWORKS]
-        if unknown:
-            parser.error(f"unknown network(s) {', '.join(unknown)}; known: {', '.join(NETWORKS)}")
+        names = chosen_networks(parser, args.networks, [])
         with tempfile.TemporaryDirectory(prefix="irrun-ab-") as tmp:
             for name in names:
                 xml, inputs = build_ir(name, Path(tmp))

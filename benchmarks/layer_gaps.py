@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 
 from irrun.arrays import atomic_write  # noqa: E402
 from measure import openvino_config, with_threads  # noqa: E402
-from networks import NETWORKS, SMALL, build_ir, own_model  # noqa: E402
+from networks import NETWORKS, SMALL, build_ir, chosen_networks, own_model  # noqa: E402
 
 CONVOLUTIONS = {"Convolution", "GroupConvolution", "ConvolutionBackpropData", "GroupConvolutionBackpropData"}
 
@@ -298,10 +298,7 @@ def main(argv=None):
 
 
 def _networks_gaps(parser, args) -> list[dict]:
-    names = args.networks.split(",") if args.networks else [n for n in NETWORKS if n not in SMALL]
-    unknown = [n for n in names if n not in NETWORKS and n != "digits"]
-    if unknown:
-        parser.error(f"unknown network(s) {', '.join(unknown)}; known: {', '.join(NETWORKS)}, digits")
+    names = chosen_networks(parser, args.networks, [n for n in NETWORKS if n not in SMALL])
     results = []
     with tempfile.TemporaryDirectory(prefix="irrun-gaps-") as tmp:
         for name in names:

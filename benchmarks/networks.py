@@ -630,6 +630,17 @@ def own_model(parser, args) -> tuple[Path, Path] | None:
     return Path(args.model), Path(args.inputs)
 
 
+def chosen_networks(parser, text: str | None, default) -> list[str]:
+    """The networks a script's --networks names (comma-separated), `default` where it names none;
+    a name build_ir does not know is a usage error that lists those it does."""
+    known = [*NETWORKS, *ON_REQUEST, "digits"]
+    names = text.split(",") if text else list(default)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"unknown network(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return names
+
+
 def build_ir(name: str, directory: Path) -> tuple[Path, dict[str, np.ndarray]]:
     """Write network `name` as IR in `directory`; returns the xml path and example inputs."""
     if name == "digits":

@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from irrun.arrays import atomic_write  # noqa: E402
-from networks import NETWORKS, build_ir, own_model  # noqa: E402
+from networks import NETWORKS, build_ir, chosen_networks, own_model  # noqa: E402
 
 def _median_seconds(calls) -> float:
     """The median time of `calls` (callables of no arguments), each timed alone."""
@@ -175,10 +175,7 @@ def main(argv=None):
         results[model.name] = _measured(model, feeds, args.repeat)
         print(report(model.name, results[model.name], args.top), flush=True)
     else:
-        names = args.networks.split(",") if args.networks else list(NETWORKS)
-        unknown = [n for n in names if n not in NETWORKS]
-        if unknown:
-            parser.error(f"unknown network(s) {', '.join(unknown)}; known: {', '.join(NETWORKS)}")
+        names = chosen_networks(parser, args.networks, NETWORKS)
         with tempfile.TemporaryDirectory(prefix="irrun-halves-") as tmp:
             for name in names:
                 xml, inputs = build_ir(name, Path(tmp))
