@@ -12,9 +12,9 @@ not as a regression:
 * call:     one NumPy ufunc call on 256 floats (us), what a small layer's every step pays;
 * cold call: the same call, alone, just after 32 MiB were copied (us): what the first calls of a
   small step pay after a large one has pushed the interpreter's and NumPy's own memory out of the
-  caches and the TLB (on the Intel Xeon VM of stop 66, which gets no huge pages: 36-44 us against
-  0.9-1.0; a transformer's layer norm of 13 Ki values 36 us hot, 62 after a GEMM that streamed
-  2.4 MB of weights);
+  caches (on the Intel Xeon VM of stop 66: 17-44 us against 0.5-1.0; after 8,192 pages touched
+  once each, the TLB emptied but few cache lines, 1.6; a transformer's layer norm of 13 Ki values
+  36 us hot, 62 after a GEMM that streamed 2.4 MB of weights);
 * GEMM:     512^3 in f32 on one BLAS thread (GFLOP/s);
 * 2 threads: two threads each running one-thread GEMMs, their throughput against one thread's
   (1.09-2.1x on that VM from one minute to the next: what parts on the two cores can gain).
