@@ -95,24 +95,21 @@ def compare(xml: str, inputs: dict, settings: list, env: list, *, blocks: int, r
             threads: int | None = None, at_run: bool = False, reverse: bool = False) -> dict:
     """{"a_ms", "b_ms", "ratio", "quartiles"}: the two settings' medians over their blocks and B/A."""
     import irrun
+    differences = {"a": ([], []), "b": (settings, env)}
 
-    def loaded(with_settings: bool):
-        with in_force(settings if with_settings else [], env if with_settings else []):
+    def loaded(key: str):
+        with in_force(*differences[key]):
             model = irrun.load(xml, threads=threads)
             for _ in range(WARM_UP_RUNS):
                 model.infer(inputs)
         return model
 
-    if reverse:
-        model_b = loaded(True)
-        model_a = loaded(False)
-    else:
-        model_a = loaded(False)
-        model_b = loaded(True)
+    models = {key: loaded(key) for key in (("b", "a") if reverse else ("a", "b"))}
+    model_a, model_b = models.pop("a"), models.pop("b")
     times = {"a": [], "b": []}
 
     def block(key: str, model) -> None:
-        with in_force(settings if key == "b" and at_run else [], env if key == "b" and at_run else []):
+        with in_force(*(differences[key] if at_run else differences["a"])):
             model.infer(inputs)        # (what the settings change warms up before the timings)
             seconds = []
             for _ in range(runs):
