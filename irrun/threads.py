@@ -231,6 +231,15 @@ def blas_threads() -> int | None:
     return max(counts) if counts else None
 
 
+def blas_kernels() -> tuple[tuple[str, str], ...]:
+    """(library, the CPU's kernels it runs) of each BLAS library loaded, as threadpoolctl names
+    them (("openblas", "SkylakeX"); "" where it names none); () without threadpoolctl."""
+    controller = _blas_controller()
+    return () if controller is None else tuple(
+        (lib.internal_api, str(getattr(lib, "architecture", None) or ""))
+        for lib in controller.lib_controllers if lib.user_api == "blas")
+
+
 _single_blas_blocks = 0            # callers inside single_threaded_blas (threads sharing a model)
 
 

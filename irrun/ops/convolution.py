@@ -33,7 +33,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .. import etypes, threads
+from .. import etypes, thin_products, threads
 from ..errors import ShapeError
 from ..registry import Op, TensorType, register
 from ..shapes import ANY, DimLike, dim_mul, dims_compatible, format_shape
@@ -456,7 +456,7 @@ class _ConvolutionFamily(Op):
             # it `_direct`'s choice of kernel and the padding check (EfficientNet has 32); the
             # YOLO-style net's 34 1x1 layers spent 0.9% of its time slicing and reshaping
             shape, columns = (data.shape[0], og, *counts), (data.shape[0], 1, cg, -1)
-            filters, matmul = weights.reshape(1, og, cg), threads.matmul
+            filters, matmul = weights.reshape(1, og, cg), thin_products.matmul
             return lambda x, w: matmul(filters, x.reshape(columns)).reshape(shape)
         # the kernel the shapes choose, chosen here (1% of the YOLO-style net's time on each call)
         kind = _shape_kernel(weights.shape, geo, whole, counts)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import pairing, threads
+from .. import pairing, thin_products, threads
 from .common import channels_first_view
 from .window import channels_last, effective_kernel, strided_view, window_view, zero_extended
 
@@ -47,7 +47,7 @@ def pointwise(x, w, strides) -> np.ndarray:
     """1x1 kernel: the (strided) input is already the im2col matrix."""
     groups, og, cg = w.shape[:3]
     strided = x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
-    return threads.matmul(w.reshape(groups, og, cg), strided.reshape(x.shape[0], groups, cg, -1))
+    return thin_products.matmul(w.reshape(groups, og, cg), strided.reshape(x.shape[0], groups, cg, -1))
 
 
 def pointwise_channels_last(x, w_t) -> np.ndarray:
@@ -171,7 +171,7 @@ def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
             np.copyto(target, np.matmul(columns.reshape(n, g1 - g0, -1, rows),
                                         filters[g0:g1].swapaxes(-1, -2)).swapaxes(-1, -2))
         else:
-            np.matmul(filters[g0:g1], columns.reshape(n, g1 - g0, rows, -1), out=target)
+            thin_products.matmul(filters[g0:g1], columns.reshape(n, g1 - g0, rows, -1), out=target)
 
     by_group = not positions_major and _group_at_a_time(groups, og, rows, n * prod(counts[1:]), counts[0])
     if by_group:
@@ -200,7 +200,7 @@ def columns_times_filter(xs, w, geo: Geometry, whole, counts) -> np.ndarray:
         if positions_major:
             threads.matmul(filters, columns.reshape(n, groups, -1, rows).swapaxes(-1, -2), out=target)
         else:
-            threads.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
+            thin_products.matmul(filters, columns.reshape(n, groups, rows, -1), out=target)
         return out
     step = threads.balanced_step(counts[0], step, parts)
     blocks = [(a, min(a + step, counts[0])) for a in range(0, counts[0], step)]

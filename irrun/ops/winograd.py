@@ -51,7 +51,7 @@ from math import prod
 
 import numpy as np
 
-from .. import pairing, threads
+from .. import pairing, thin_products, threads
 from .window import strided_view, zero_extended
 
 # Transform matrices (Toom-Cook), in float64: F(2,3) at the points 0, 1, -1, inf; F(4,3) at 0, 1, -1,
@@ -212,7 +212,7 @@ def _transformed_tiles(xp, f: WinogradFilter, th: int, tw: int, c0: int, c1: int
     tiles = strided_view(xp[:, c0:c1], (a, a, c1 - c0, n, th, tw), (s_h, s_w, s_c, s_n, m * s_h, m * s_w))
     d = np.ascontiguousarray(tiles)
     # (threads.matmul: on every core while irrun's pool owns them, outside parts)
-    rows = threads.matmul(f.bt, d.reshape(a, -1)).reshape(a, a, -1)     # B^T over the tiles' rows
+    rows = thin_products.matmul(f.bt, d.reshape(a, -1)).reshape(a, a, -1)     # B^T over the tiles' rows
     threads.matmul(f.bt, rows, out=v[:, :, c0:c1].reshape(a, a, -1))    # then over their columns
 
 
@@ -222,7 +222,7 @@ def _products_in_place(v, f: WinogradFilter, th: int, tw: int, o0: int, o1: int,
     m, a = f.m, f.a
     n = v.shape[-1] // (th * tw)
     product = threads.matmul(f.u[:, o0:o1], v.reshape(a * a, f.c_in, -1))      # [a^2, C_out, tiles]
-    rows = threads.matmul(f.at, product.reshape(a, -1)).reshape(m, a, -1)
+    rows = thin_products.matmul(f.at, product.reshape(a, -1)).reshape(m, a, -1)
     # A over the tiles' columns with the tile's column last: a tile row's m outputs side by side
     y = threads.matmul(rows.transpose(0, 2, 1), f.a_columns).reshape(m, o1 - o0, n, th, tw * m)
     # row i of every tile is out[:, :, i::m], cropped to the outputs that exist
