@@ -15,7 +15,9 @@ at most that many is 1.2-3x faster, measured on one core of an Intel Xeon of fam
   40,000 columns 1.1-3.1x for up to 48 rows of depth up to 32, 0.70-1.11x from 64 rows, and
   depth 36-48 1.0-1.2x for 16 rows but 0.88-0.93 for 48 (at 9,600 columns 0.89-0.97);
 * tall ([rows, depth] x [depth, columns], its rows cut): 40,000 rows 1.16-2.0x for every
-  column count up to 144 and depth up to 48 ([12,544, 16] x [16, 96] 1.39x);
+  column count up to 144 and depth up to 48 ([12,544, 16] x [16, 96] 1.39x), and so with A
+  transposed (a 1x1 layer writing channels-last reads its input so: 1.32x; the CRNN's stem's
+  [8,192, 27] x [27, 64] 1.34x); B transposed, 0.92-0.93 (its kernels decline it);
 * pieces of the largest size under the bound did best ([6, 6] x [6, 38,400]: 67 us against 74
   in pieces of 8,192 columns and 166 of 1,024).
 
@@ -86,7 +88,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
 def _cut(a, b, out):
     """(out, a and b and out as matrices, whether the rows are cut, the pieces' length), or None
     where the product is taken whole: not float32, not a product of matrices (leading axes of one
-    element apart), an operand transposed, not thin, within the bound already, a short side too
+    element apart), B transposed, not thin, within the bound already, a short side too
     wide, or the BLAS without small kernels."""
     limit = SMALL_KERNEL_MACS
     if not limit or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim < 2 or b.ndim < 2:
@@ -101,8 +103,8 @@ def _cut(a, b, out):
     if short > (NARROW_COLUMNS if along_rows else NARROW_ROWS) or length < 8 or not small_kernels():
         return None
     a2, b2 = _matrix(a), _matrix(b)
-    if a2.strides[1] != a2.itemsize or b2.strides[1] != b2.itemsize:
-        return None                 # (a transposed operand: OpenBLAS's small kernels decline most)
+    if b2.strides[1] != b2.itemsize or a2.itemsize not in a2.strides:
+        return None                 # (B transposed: OpenBLAS's small kernels decline it)
     if out is None:
         out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (rows, columns), np.float32)
     elif out.dtype != np.float32 or out.shape[-2:] != (rows, columns) or prod(out.shape[:-2]) != 1:

@@ -39,11 +39,13 @@ def record_products(monkeypatch):
     ((16, 27), (27, 9_001), 1),           # a stem's im2col (an odd column count)
     ((1, 16, 32), (1, 1, 32, 12_544), 1),  # a 1x1 layer's (leading axes of one element)
     ((12_544, 16), (16, 96), 0),          # a tall one, rows cut
+    ("T", (16, 96), 0),                   # ...A transposed (a 1x1 layer writing channels-last)
     ((48, 32), (32, 700), 1),             # the widest and deepest cut
 ])
 @pytest.mark.parametrize("into", ["new", "given", "a slice"])
 def test_pieces_make_numpys_product(a_shape, b_shape, long_axis, into, small_kernels, monkeypatch):
-    a, b = rand(*a_shape, seed=1), rand(*b_shape, seed=2)
+    a = rand(16, 12_544, seed=1).T if a_shape == "T" else rand(*a_shape, seed=1)
+    b = rand(*b_shape, seed=2)
     expected = np.matmul(a, b)
     out = None
     if into == "given":
@@ -69,7 +71,7 @@ def test_pieces_make_numpys_product(a_shape, b_shape, long_axis, into, small_ker
     (rand(49, 16), rand(16, 40_000)),                      # a wide one of more than NARROW_ROWS rows
     (rand(40_000, 16), rand(16, 145)),                     # a tall one of more than NARROW_COLUMNS columns
     (rand(6, 6).astype(np.float64), rand(6, 40_000).astype(np.float64)),
-    (rand(6, 6), rand(40_000, 6).T),                       # a transposed operand
+    (rand(6, 6), rand(40_000, 6).T),                       # B transposed
     (rand(6, 6), rand(2, 6, 40_000)),                      # a batch of products
     (rand(6, 6), rand(6, 27_000)),                         # within the bound already
 ])

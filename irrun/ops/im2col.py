@@ -55,7 +55,7 @@ def pointwise_channels_last(x, w_t) -> np.ndarray:
     w_t [C_in, C_out] (BLAS reads x's channels as they are), returned as the [N, C_out, S...]
     view of that [N, S..., C_out] array."""
     n, c = x.shape[:2]
-    product = threads.matmul(x.reshape(n, c, -1).swapaxes(1, 2), w_t)
+    product = thin_products.matmul(x.reshape(n, c, -1).swapaxes(1, 2), w_t)
     return channels_first_view(product).reshape(n, w_t.shape[1], *x.shape[2:])
 
 
@@ -445,7 +445,7 @@ def pooled_rows_positions_major(xs, w, geo: Geometry, whole, counts, pool) -> np
             view = window_view(zero_extended(xs, region), (kh, kw), (2, 3), geo.strides, geo.dilations)
             columns = buffer[:rows * count * width].reshape(cg, kh, kw, count, width)
             np.copyto(columns, view[0].transpose(0, 3, 4, 1, 2))
-            product = np.matmul(columns.reshape(rows, -1).T, filters_t).reshape(last - first, ph, width, og)
+            product = thin_products.matmul(columns.reshape(rows, -1).T, filters_t).reshape(last - first, ph, width, og)
             maxima = _maxima([product[:, r] for r in range(ph)])
             bands = maxima[:, :pooled_w * pw].reshape(last - first, pooled_w, pw, og)
             out[0, 0, :, first:last] = _maxima([bands[:, :, c] for c in range(pw)]).transpose(2, 0, 1)
