@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import threads
+from .. import thin_products, threads
 from .window import inside_region, tap_outputs
 
 if TYPE_CHECKING:
@@ -28,21 +28,32 @@ ROW_TAP_CHANNELS = (16, 128)
 # many output positions.  Alone, pool's parts (and beside BLAS's threads alike): 4 groups of 32 at
 # 56 x 56 2.5 -> 1.9 ms, 3 of 32 at 56 x 56 2.0 -> 1.4, 2 of 64 at 28 x 28 1.45 -> 0.98, 8 of 32 at
 # 28 x 28 1.30 -> 1.18, 2 of 32 at 32 x 32 0.69 -> 0.55; slower with 16 channels a group (4 at
-# 56 x 56 0.96 -> 1.20; the CRNN's 0.86 -> 0.93) and at 14 x 14 (4 of 64: 0.70 -> 0.79).
+# 56 x 56 0.96 -> 1.20; the CRNN's 0.86 -> 0.93 on the AMD EPYC of stops 56-65) and at 14 x 14
+# (4 of 64: 0.70 -> 0.79).
 ROW_TAP_MIN_GROUP_CHANNELS = 32
+# ...but from 16 where OpenBLAS runs its AVX-512 kernels (`thin_products.small_kernels`: the same
+# builds): on the Intel Xeon of family 6, model 207 (stop 67; two layers alone, interleaved_ab)
+# 4 groups of 16 at 56 x 56 0.73 of the time, 4 of 16 -> 32 and 8 of 16 at 28 x 28 0.93, the CRNN
+# 0.976 and 0.977 (both orders; 0.942-0.984 in stop 66)
+ROW_TAP_MIN_GROUP_CHANNELS_AVX512 = 16
 ROW_TAP_MIN_GROUP_POSITIONS = 28 * 28
 
 
 def row_taps_pay(filter_shape, geo: Geometry, whole, counts) -> bool:
     """Whether `row_taps` is the kernel: stride 1, 2-D, ROW_TAP_CHANNELS input channels a group
-    (grouped: see ROW_TAP_MIN_GROUP_CHANNELS), and a padded row at most twice the output row (the
+    (grouped: `min_group_channels`), and a padded row at most twice the output row (the
     columns past the edge are computed and dropped)."""
     groups, og, cg, *kernel = filter_shape
     low, high = ROW_TAP_CHANNELS
-    if groups > 1 and (cg < ROW_TAP_MIN_GROUP_CHANNELS or prod(counts) < ROW_TAP_MIN_GROUP_POSITIONS):
+    if groups > 1 and (cg < min_group_channels() or prod(counts) < ROW_TAP_MIN_GROUP_POSITIONS):
         return False
     return (len(kernel) == 2 and all(s == 1 for s in geo.strides) and low <= cg <= high
             and og <= 2 * high and whole[1][1] - whole[1][0] <= 2 * counts[1])
+
+
+def min_group_channels() -> int:
+    """The fewest input channels a group for which a grouped layer takes the row taps."""
+    return ROW_TAP_MIN_GROUP_CHANNELS_AVX512 if thin_products.small_kernels() else ROW_TAP_MIN_GROUP_CHANNELS
 
 
 def stacked_row_filter(w: np.ndarray) -> np.ndarray:
