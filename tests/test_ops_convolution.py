@@ -9,7 +9,7 @@ import pytest
 from irxml import edge, layer, net, port, write
 from ovutil import assert_blas_close, assert_close, compare, run_openvino, save
 import irrun
-from irrun import thin_products
+from irrun import thin_products, threads
 from irrun.errors import ModelError
 from irrun.ops import convolution, im2col, row_taps, window
 from irrun.shapes import format_shape
@@ -503,18 +503,19 @@ def test_grouped_row_taps(size, block_columns, dtype, monkeypatch, tmp_path):
     assert calls, "row_taps was not used"
 
 
-@pytest.mark.parametrize("avx512", [True, False])
-def test_grouped_row_taps_from_16_channels_where_openblas_runs_avx512(avx512, monkeypatch, tmp_path):
-    """Groups of 16 input channels take the row taps where OpenBLAS runs its AVX-512 kernels
-    (`row_taps.min_group_channels`), not elsewhere; OpenVINO's output either way."""
+@pytest.mark.parametrize("avx512, count", [(True, 2), (False, 2), (True, 1)])
+def test_grouped_row_taps_from_16_channels_where_openblas_runs_avx512(avx512, count, monkeypatch, tmp_path):
+    """Groups of 16 input channels take the row taps on more than one thread where OpenBLAS runs
+    its AVX-512 kernels (`row_taps.min_group_channels`), not elsewhere; OpenVINO's output either way."""
     monkeypatch.setattr(thin_products, "_small_kernels", avx512)
+    monkeypatch.setattr(threads, "threads", lambda: count)
     calls = []
     taps = row_taps.row_taps
     monkeypatch.setattr(row_taps, "row_taps", lambda *args: calls.append(1) or taps(*args))
     x = ops.parameter([1, 64, 28, 28], np.float32, name="x")
     node = group_conv(x, ops.constant(rand(4, 32, 16, 3, 3, seed=1) / 12), [1, 1], [1, 1], [1, 1], [1, 1])
     compare(model_of(node, x), [rand(1, 64, 28, 28)], tmp_path)
-    assert bool(calls) is avx512
+    assert bool(calls) is (avx512 and count > 1)
 
 
 @pytest.mark.parametrize("kind", ["row taps", "channels-last columns", "depthwise rows", "depthwise windows",
@@ -565,15 +566,16 @@ def test_laid_out_filters_bound_and_mapped_ones_released(kind, monkeypatch, tmp_
     np.testing.assert_array_equal(kept, weights)
 
 
-@pytest.mark.parametrize("avx512", [True, False])
-def test_grouped_row_taps_only_for_wide_groups(avx512, monkeypatch):
-    """Groups of 16 channels (where OpenBLAS runs no AVX-512 kernels; of 8 everywhere), or under
-    28 x 28 outputs, keep the other kernels (measured slower)."""
+@pytest.mark.parametrize("avx512, count", [(True, 2), (False, 2), (True, 1)])
+def test_grouped_row_taps_only_for_wide_groups(avx512, count, monkeypatch):
+    """Groups of 16 channels (on one thread, or where OpenBLAS runs no AVX-512 kernels; of 8
+    everywhere), or under 28 x 28 outputs, keep the other kernels (measured slower)."""
     monkeypatch.setattr(thin_products, "_small_kernels", avx512)
+    monkeypatch.setattr(threads, "threads", lambda: count)
     geo = convolution.Geometry((1, 1), (1, 1), (1, 1), (1, 1), (0, 0), "explicit")
     pays = row_taps.row_taps_pay
     assert pays((4, 32, 32, 3, 3), geo, [(-1, 57), (-1, 57)], [56, 56])
-    assert pays((4, 32, 16, 3, 3), geo, [(-1, 57), (-1, 57)], [56, 56]) is avx512
+    assert pays((4, 32, 16, 3, 3), geo, [(-1, 57), (-1, 57)], [56, 56]) is (avx512 and count > 1)
     assert not pays((8, 16, 8, 3, 3), geo, [(-1, 57), (-1, 57)], [56, 56])
     assert not pays((4, 64, 64, 3, 3), geo, [(-1, 15), (-1, 15)], [14, 14])
     assert pays((1, 64, 64, 3, 3), geo, [(-1, 15), (-1, 15)], [14, 14])

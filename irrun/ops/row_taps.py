@@ -31,10 +31,11 @@ ROW_TAP_CHANNELS = (16, 128)
 # 56 x 56 0.96 -> 1.20; the CRNN's 0.86 -> 0.93 on the AMD EPYC of stops 56-65) and at 14 x 14
 # (4 of 64: 0.70 -> 0.79).
 ROW_TAP_MIN_GROUP_CHANNELS = 32
-# ...but from 16 where OpenBLAS runs its AVX-512 kernels (`thin_products.small_kernels`: the same
-# builds): on the Intel Xeon of family 6, model 207 (stop 67; two layers alone, interleaved_ab)
-# 4 groups of 16 at 56 x 56 0.73 of the time, 4 of 16 -> 32 and 8 of 16 at 28 x 28 0.93, the CRNN
-# 0.976 and 0.977 (both orders; 0.942-0.984 in stop 66)
+# ...but from 16 on more than one thread where OpenBLAS runs its AVX-512 kernels
+# (`thin_products.small_kernels`: the same builds): on the Intel Xeon of family 6, model 207 (stop
+# 67, interleaved_ab) 4 groups of 16 at 56 x 56 0.73 of the time, 4 of 16 -> 32 and 8 of 16 at
+# 28 x 28 0.93, the CRNN 0.976 and 0.977 (both orders; 0.942-0.984 in stop 66); on one thread
+# slower (1.14 and 1.03, the CRNN 1.005-1.04)
 ROW_TAP_MIN_GROUP_CHANNELS_AVX512 = 16
 ROW_TAP_MIN_GROUP_POSITIONS = 28 * 28
 
@@ -53,7 +54,9 @@ def row_taps_pay(filter_shape, geo: Geometry, whole, counts) -> bool:
 
 def min_group_channels() -> int:
     """The fewest input channels a group for which a grouped layer takes the row taps."""
-    return ROW_TAP_MIN_GROUP_CHANNELS_AVX512 if thin_products.small_kernels() else ROW_TAP_MIN_GROUP_CHANNELS
+    if threads.threads() > 1 and thin_products.small_kernels():
+        return ROW_TAP_MIN_GROUP_CHANNELS_AVX512
+    return ROW_TAP_MIN_GROUP_CHANNELS
 
 
 def stacked_row_filter(w: np.ndarray) -> np.ndarray:
