@@ -3,7 +3,7 @@ against A's, block by block, so that the machine's drift (on the shared VMs the 
 tens of percent from one minute to the next) falls on both alike.
 
     python benchmarks/interleaved_ab.py --networks yolo_n,detector --env IRRUN_WINOGRAD=4
-    python benchmarks/interleaved_ab.py --networks crnn --set irrun.ops.row_taps.ROW_TAP_MIN_GROUP_CHANNELS=16
+    python benchmarks/interleaved_ab.py --networks crnn --set irrun.ops.row_taps.ROW_TAP_MIN_GROUP_CHANNELS_AVX512=32
     python benchmarks/interleaved_ab.py --networks resnet18 --at-run --set irrun.ops.im2col.COLUMN_BLOCK_ELEMENTS=524288
     python benchmarks/interleaved_ab.py --model model.xml --inputs inputs.npz --set ...
 
