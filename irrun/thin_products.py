@@ -5,8 +5,9 @@ product whose depth is a few dozen or less does not repay the copies: Winograd's
 ([6, 6] x [6, 38,400] ran at 13-15 GFLOP/s in ResNet-18 and the detector), a stem's im2col
 ([16, 27] x [27, columns]), a 1x1 layer of 16-32 input channels.  Its builds for AVX-512 cores
 (the SkylakeX, Cooperlake and SapphireRapids kernels) have kernels that read the operands where
-they lie, which it takes for a product of at most 100^3 multiply-adds with A not transposed
-(`sgemm_small_kernel_permit_skylakex.c`).  Such a product cut along its long side into pieces of
+they lie, which it takes for a product of at most 100^3 multiply-adds unless, as NumPy's
+row-major operands reach it, B is transposed (`sgemm_small_kernel_permit_skylakex.c`, in its
+column-major terms a transposed A).  Such a product cut along its long side into pieces of
 at most that many is 1.2-3x faster, measured on one core of an Intel Xeon of family 6, model 207
 (OpenBLAS 0.3.31; median of 40-100 alternating calls, pieces against the whole):
 
