@@ -488,11 +488,14 @@ def test_scatter_update_dtypes(dtype, tmp_path):
     ([4, 3], np.zeros((0,), np.int64), 1), ([4, 3], [[2, 2], [2, 0]], -2)], ids=str)
 @pytest.mark.parametrize("index_type", [np.int32, np.int64], ids=["i32", "i64"])
 def test_scatter_update(data_shape, indices, axis, index_type, tmp_path):
-    """Repeated indices: the last update wins (index 1 in [1, 3, 1], 2 in [[2, 2], [2, 0]])."""
+    """Repeated indices: the last update wins (index 1 in [1, 3, 1], 2 in [[2, 2], [2, 0]]), as in
+    OpenVINO's reference, the oracle there: the CPU plugin writes them in parallel, and any one may
+    win (the first of [1, 3, 1]'s in 1 run of 200)."""
     indices = np.asarray(indices, index_type)
     a = axis % len(data_shape)
     updates = sample(data_shape[:a] + list(indices.shape) + data_shape[a + 1:])
-    run_one(tmp_path, ops3.scatter_update, [sample(data_shape), indices, updates, np.int32(axis)], consts=(3,))
+    run_one(tmp_path, ops3.scatter_update, [sample(data_shape), indices, updates, np.int32(axis)], consts=(3,),
+            oracle=_oracle_for_places(indices.reshape(-1, 1) % data_shape[a]))
 
 
 def test_scatter_update_dynamic_shapes(tmp_path):
@@ -596,6 +599,14 @@ def nd_indices(shape, dims, dtype=np.int64):
     return np.stack([indices_for(shape[:-1], n, dtype) for n in dims[:shape[-1]]], axis=-1)
 
 
+def _oracle_for_places(places: np.ndarray) -> str:
+    """The oracle of a scatter without a reduction writing these places (one per row, negative
+    indices made positive): OpenVINO's reference where one repeats (it writes the updates in order,
+    the last winning; the CPU plugin writes them in parallel, any one winning), else its CPU plugin."""
+    places = np.asarray(places).reshape(-1, places.shape[-1] if places.ndim > 1 else 1)
+    return "reference" if len(np.unique(places, axis=0)) < len(places) else "cpu"
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f16", "i32", "u8", "boolean"])
 @pytest.mark.parametrize("reduction", [None, "none", "sum", "sub", "prod", "min", "max"])
 def test_scatter_nd_update_reductions(reduction, dtype, tmp_path):
@@ -625,8 +636,10 @@ def test_scatter_nd_update_reductions(reduction, dtype, tmp_path):
 def test_scatter_nd_update_shapes(data_shape, indices_shape, version, index_type, tmp_path):
     k = indices_shape[-1]
     updates = sample(indices_shape[:-1] + data_shape[k:])
-    run_one(tmp_path, snd(None if version == 4 else "sum"),
-            [sample(data_shape), nd_indices(indices_shape, data_shape, index_type), updates])
+    indices = nd_indices(indices_shape, data_shape, index_type)
+    places = indices.reshape(-1, k) % np.array(data_shape[:k]) if k else indices.reshape(-1, 1)
+    run_one(tmp_path, snd(None if version == 4 else "sum"), [sample(data_shape), indices, updates],
+            oracle=_oracle_for_places(places) if version == 4 else "cpu")
 
 
 def test_scatter_nd_update_single_element_update_may_be_1d(tmp_path):
@@ -760,15 +773,21 @@ def test_scatter_elements_update12_spec_examples(data, indices, updates, axis, r
     ("prod", [500, 2400, 60, 4]),   # the spec says [500, 3600, 40, 4]: 2*30*40 = 2400, 3*20 = 60
 ])
 def test_scatter_nd_update15_spec_examples(reduction, expected, tmp_path):
-    got = run_one(tmp_path, snd(reduction), [np.array([1, 2, 3, 4], np.int32), np.array([[0], [2], [-3], [-3], [0]]),
-                                             np.array([10, 20, 30, 40, 50], np.int32)])
+    """(Without a reduction the places repeat: OpenVINO's reference is the oracle, see
+    `_oracle_for_places`.)"""
+    indices = np.array([[0], [2], [-3], [-3], [0]])
+    got = run_one(tmp_path, snd(reduction), [np.array([1, 2, 3, 4], np.int32), indices,
+                                             np.array([10, 20, 30, 40, 50], np.int32)],
+                  oracle=_oracle_for_places(indices % 4) if reduction == "none" else "cpu")
     np.testing.assert_array_equal(only_output(got), expected)
 
 
 def test_scatter_nd_update15_spec_example_with_slices(tmp_path):
-    """The 8-element example: the spec's output has 4 at index 4, where [4] -> 9 and [-4] -> 14 write."""
-    got = run_one(tmp_path, snd("none"), [np.arange(1, 9, dtype=np.float32), np.array([[4], [3], [1], [7], [-2], [-4]]),
-                                          np.arange(9, 15, dtype=np.float32)])
+    """The 8-element example: the spec's output has 4 at index 4, where [4] -> 9 and [-4] -> 14 write
+    (a place written twice: OpenVINO's reference is the oracle, see `_oracle_for_places`)."""
+    indices = np.array([[4], [3], [1], [7], [-2], [-4]])
+    got = run_one(tmp_path, snd("none"), [np.arange(1, 9, dtype=np.float32), indices, np.arange(9, 15, dtype=np.float32)],
+                  oracle=_oracle_for_places(indices % 8))
     np.testing.assert_array_equal(only_output(got), [1, 11, 3, 10, 14, 6, 13, 12])
 
 
