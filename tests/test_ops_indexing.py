@@ -808,8 +808,9 @@ def default_attribute_cases():
     """(model built with the attribute at its default value, the attribute as written, feeds)."""
     d, i, u = param([3, 3], name="d"), param([3, 3], np.int64, name="i"), param([3, 3], name="u")
     i1 = param([3, 1], np.int64, name="i1")
-    data, idx, upd = sample([3, 3]), indices_for([3, 3], 3, negative=False), sample([3, 3])
-    idx1 = indices_for([3, 1], 3, negative=False)
+    # (each place written once: without a reduction the CPU plugin may let any of a place's updates win)
+    data, idx, upd = sample([3, 3]), np.stack([RNG.permutation(3) for _ in range(3)], axis=1), sample([3, 3])
+    idx1 = RNG.permutation(3).reshape(3, 1)
     return {
         "gather": (model(ops8.gather(d, i, const(1), 0), [d, i]), 'batch_dims="0"', [data, idx]),
         "gather_elements": (model(ops6.gather_elements(d, i, 0), [d, i]), 'axis="0"', [data, idx]),
