@@ -66,9 +66,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     cut = _cut(a, b, out)
     if cut is None:
         return threads.matmul(a, b, out)
-    out, a2, b2, out2, along_rows, length = cut
-    long_side = out2.shape[0] if along_rows else out2.shape[1]
-    pieces = [(start, min(start + length, long_side)) for start in range(0, long_side, length)]
+    out, a2, b2, out2, along_rows, pieces = cut
 
     def run(first: int, last: int) -> None:
         for start, stop in pieces[first:last]:
@@ -86,22 +84,37 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     return out
 
 
-def _cut(a, b, out):
-    """(out, a and b and out as matrices, whether the rows are cut, the pieces' length), or None
-    where the product is taken whole: not float32, not a product of matrices (leading axes of one
-    element apart), B transposed, not thin, within the bound already, a short side too
-    wide, or the BLAS without small kernels."""
+def cuts(rows: int, depth: int, columns: int) -> bool:
+    """Whether a float32 product [rows, depth] x [depth, columns] of matrices laid out for the
+    small kernels is cut (its shapes known, the caller may take `threads.matmul` itself where not:
+    the test costs 0.6 us a call)."""
+    return _piece_length(rows, depth, columns) > 0
+
+
+def _piece_length(rows: int, depth: int, columns: int) -> int:
+    """The longest piece of the product's long side within the small kernels' bound, or 0 where it
+    is taken whole: not thin, within the bound already, a short side too wide, or the BLAS without
+    small kernels."""
     limit = SMALL_KERNEL_MACS
-    if not limit or a.dtype != np.float32 or b.dtype != np.float32 or a.ndim < 2 or b.ndim < 2:
-        return None
-    (rows, depth), columns = a.shape[-2:], b.shape[-1]
-    macs = rows * depth * columns
-    if depth > THIN_DEPTH or macs <= limit or prod(a.shape[:-2]) != 1 or prod(b.shape[:-2]) != 1:
-        return None
+    if depth > THIN_DEPTH or not limit or rows * depth * columns <= limit:
+        return 0
     along_rows = rows > columns
     short = columns if along_rows else rows
     length = limit // (short * depth)
     if short > (NARROW_COLUMNS if along_rows else NARROW_ROWS) or length < 8 or not small_kernels():
+        return 0
+    return length
+
+
+def _cut(a, b, out):
+    """(out, a and b and out as matrices, whether the rows are cut, the pieces (start, stop) of
+    even lengths), or None where the product is taken whole (`_piece_length`), not float32, not a
+    product of matrices (leading axes of one element apart), or B transposed."""
+    if a.dtype != np.float32 or b.dtype != np.float32 or a.ndim < 2 or b.ndim < 2:
+        return None
+    (rows, depth), columns = a.shape[-2:], b.shape[-1]
+    length = _piece_length(rows, depth, columns)
+    if not length or prod(a.shape[:-2]) != 1 or prod(b.shape[:-2]) != 1:
         return None
     a2, b2 = _matrix(a), _matrix(b)
     if b2.strides[1] != b2.itemsize or a2.itemsize not in a2.strides:
@@ -113,9 +126,10 @@ def _cut(a, b, out):
     out2 = _matrix(out)
     if out2.strides[1] != out2.itemsize:
         return None
+    along_rows = rows > columns
     long_side = rows if along_rows else columns
-    count = -(-long_side // length)
-    return out, a2, b2, out2, along_rows, -(-long_side // count)      # (pieces of even lengths)
+    length = -(-long_side // -(-long_side // length))
+    return out, a2, b2, out2, along_rows, [(s, min(s + length, long_side)) for s in range(0, long_side, length)]
 
 
 def _matrix(x: np.ndarray) -> np.ndarray:

@@ -600,10 +600,9 @@ def nd_indices(shape, dims, dtype=np.int64):
 
 
 def _oracle_for_places(places: np.ndarray) -> str:
-    """The oracle of a scatter without a reduction writing these places (one per row, negative
+    """The oracle of a scatter without a reduction writing these places ([updates, index], negative
     indices made positive): OpenVINO's reference where one repeats (it writes the updates in order,
     the last winning; the CPU plugin writes them in parallel, any one winning), else its CPU plugin."""
-    places = np.asarray(places).reshape(-1, places.shape[-1] if places.ndim > 1 else 1)
     return "reference" if len(np.unique(places, axis=0)) < len(places) else "cpu"
 
 

@@ -456,7 +456,10 @@ class _ConvolutionFamily(Op):
             # it `_direct`'s choice of kernel and the padding check (EfficientNet has 32); the
             # YOLO-style net's 34 1x1 layers spent 0.9% of its time slicing and reshaping
             shape, columns = (data.shape[0], og, *counts), (data.shape[0], 1, cg, -1)
-            filters, matmul = weights.reshape(1, og, cg), thin_products.matmul
+            filters = weights.reshape(1, og, cg)
+            # (the pieces decided here, where the shapes are known: their test took 0.6 us a call)
+            matmul = thin_products.matmul if data.shape[0] == 1 and thin_products.cuts(og, cg, prod(counts)) \
+                else threads.matmul
             return lambda x, w: matmul(filters, x.reshape(columns)).reshape(shape)
         # the kernel the shapes choose, chosen here (1% of the YOLO-style net's time on each call)
         kind = _shape_kernel(weights.shape, geo, whole, counts)

@@ -211,7 +211,7 @@ def _transformed_tiles(xp, f: WinogradFilter, th: int, tw: int, c0: int, c1: int
     s_n, s_c, s_h, s_w = xp.strides
     tiles = strided_view(xp[:, c0:c1], (a, a, c1 - c0, n, th, tw), (s_h, s_w, s_c, s_n, m * s_h, m * s_w))
     d = np.ascontiguousarray(tiles)
-    # (threads.matmul: on every core while irrun's pool owns them, outside parts)
+    # (on every core while irrun's pool owns them, outside parts; thin: in the small kernels' pieces)
     rows = thin_products.matmul(f.bt, d.reshape(a, -1)).reshape(a, a, -1)     # B^T over the tiles' rows
     threads.matmul(f.bt, rows, out=v[:, :, c0:c1].reshape(a, a, -1))    # then over their columns
 
